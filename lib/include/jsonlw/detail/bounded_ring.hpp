@@ -1,0 +1,137 @@
+// A bounded multi-producer multi-consumer ring (Vyukov's sequence-numbered cells) with a
+// "closed" bit in the enqueue position, so closing is atomic with respect to every push.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace jsonlw::detail {
+
+inline constexpr std::size_t cache_line = 64;
+
+// Push is one CAS on the tail plus one release store; no lock, no allocation, no syscall.
+// Consumers may be several (the drain, a drop_oldest producer evicting, close discarding).
+template <class T>
+class BoundedRing {
+    static_assert(std::is_nothrow_move_constructible_v<T>, "records must be nothrow-movable");
+
+public:
+    enum class Push { ok, full, closed };
+    static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
+
+    explicit BoundedRing(std::size_t capacity)
+        : capacity_(capacity == 0 ? 1 : capacity),
+          mask_((capacity_ & (capacity_ - 1)) == 0 ? capacity_ - 1 : 0),
+          cells_(new Cell[capacity_])
+    {
+        for (std::size_t i = 0; i < capacity_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
+    }
+    BoundedRing(const BoundedRing&) = delete;
+    BoundedRing& operator=(const BoundedRing&) = delete;
+    ~BoundedRing()
+    {
+        while (try_pop()) {}
+    }
+
+    std::size_t capacity() const noexcept { return capacity_; }
+
+    // On success, `pos` is the record's sequence number (0, 1, 2, ... in claim order).
+    Push try_push(T& value, std::uint64_t& pos) noexcept
+    {
+        std::uint64_t p = tail_.load(std::memory_order_relaxed);
+        for (;;) {
+            if (p & closed_bit) return Push::closed;
+            Cell& c = cell(p);
+            const std::uint64_t seq = c.seq.load(std::memory_order_acquire);
+            if (seq == p) {
+                // seq_cst: the drain's park protocol orders this claim against its check.
+                if (tail_.compare_exchange_weak(p, p + 1, std::memory_order_seq_cst,
+                                                std::memory_order_relaxed)) {
+                    ::new (static_cast<void*>(c.storage)) T(std::move(value));
+                    c.seq.store(p + 1, std::memory_order_release);
+                    pos = p;
+                    return Push::ok;
+                }
+            } else if (seq < p) {
+                // The cell still holds the record of the previous lap: full, unless the
+                // tail moved meanwhile (then retry with the fresh value).
+                const std::uint64_t now = tail_.load(std::memory_order_relaxed);
+                if (now == p) return Push::full;
+                p = now;
+            } else {
+                p = tail_.load(std::memory_order_relaxed);
+            }
+        }
+    }
+
+    // Pops the oldest published record. An empty optional means empty, or that the oldest
+    // claimed cell is still being written by its producer (it will be published shortly).
+    std::optional<T> try_pop() noexcept
+    {
+        std::uint64_t p = head_.load(std::memory_order_relaxed);
+        for (;;) {
+            Cell& c = cell(p);
+            const std::uint64_t seq = c.seq.load(std::memory_order_acquire);
+            if (seq == p + 1) {
+                if (head_.compare_exchange_weak(p, p + 1, std::memory_order_seq_cst,
+                                                std::memory_order_relaxed)) {
+                    T* v = std::launder(reinterpret_cast<T*>(c.storage));
+                    std::optional<T> out(std::move(*v));
+                    v->~T();
+                    c.seq.store(p + capacity_, std::memory_order_release);
+                    return out;
+                }
+            } else if (seq < p + 1) {
+                return std::nullopt;
+            } else {
+                p = head_.load(std::memory_order_relaxed);
+            }
+        }
+    }
+
+    // Sets the closed bit; returns how many pushes were claimed before it (final).
+    std::uint64_t close() noexcept
+    {
+        return tail_.fetch_or(closed_bit, std::memory_order_seq_cst) & ~closed_bit;
+    }
+    bool closed() const noexcept { return tail_.load(std::memory_order_acquire) & closed_bit; }
+
+    // Records claimed by producers so far (published or not).
+    std::uint64_t claimed() const noexcept
+    {
+        return tail_.load(std::memory_order_seq_cst) & ~closed_bit;
+    }
+    // Records removed by consumers so far.
+    std::uint64_t consumed() const noexcept { return head_.load(std::memory_order_seq_cst); }
+    std::size_t size() const noexcept
+    {
+        const std::uint64_t h = consumed();
+        const std::uint64_t t = claimed();
+        return t > h ? static_cast<std::size_t>(t - h) : 0;
+    }
+
+private:
+    struct Cell {
+        std::atomic<std::uint64_t> seq;
+        alignas(T) unsigned char storage[sizeof(T)];
+    };
+    Cell& cell(std::uint64_t p) const noexcept
+    {
+        return cells_[mask_ ? (p & mask_) : (p % capacity_)];
+    }
+
+    const std::size_t capacity_;
+    const std::size_t mask_;  // capacity - 1 when capacity is a power of two, else 0
+    std::unique_ptr<Cell[]> cells_;
+    alignas(cache_line) std::atomic<std::uint64_t> tail_{0};
+    alignas(cache_line) std::atomic<std::uint64_t> head_{0};
+    char pad_[cache_line - sizeof(std::atomic<std::uint64_t>)]{};
+};
+
+}  // namespace jsonlw::detail

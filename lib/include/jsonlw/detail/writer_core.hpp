@@ -1,0 +1,117 @@
+// The record-type-independent part of JsonlRecordWriter, compiled once in libjsonlw: state,
+// counters, logs, the drain coroutine, the I/O thread, file appends, flush and close.
+#pragma once
+
+#include <jsonlw/error.hpp>
+#include <jsonlw/json_line.hpp>
+#include <jsonlw/lines.hpp>
+#include <jsonlw/writer_options.hpp>
+#include <jsonlw/writer_stats.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <system_error>
+
+namespace jsonlw::detail {
+
+// What the typed writer lends the core: its queue and its batch hooks.
+class QueueHooks {
+public:
+    // I/O thread (or close, under the consumer lock): move up to max_records records — fewer
+    // once their size hints reach max_bytes — from the queue into the staging batch.
+    virtual std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept = 0;
+    // I/O thread: write_batch() over the staging batch, exceptions contained; then clear it.
+    virtual void write_staged() noexcept = 0;
+    // Pops and destroys every queued record; returns how many.
+    virtual std::size_t discard_queued() noexcept = 0;
+    virtual std::uint64_t claimed() const noexcept = 0;
+    virtual std::uint64_t consumed() const noexcept = 0;
+    virtual std::uint64_t close_intake() noexcept = 0;
+    virtual std::size_t queued() const noexcept = 0;
+
+protected:
+    ~QueueHooks() = default;
+};
+
+enum class Stage { serialize, write };
+
+class WriterCore : public std::enable_shared_from_this<WriterCore> {
+public:
+    enum class State : std::uint8_t { created, running, inert, disabled, closed };
+
+    WriterCore(boost::asio::any_io_executor ex, WriterOptions opts);
+    ~WriterCore();
+    WriterCore(const WriterCore&) = delete;
+    WriterCore& operator=(const WriterCore&) = delete;
+
+    void bind(QueueHooks* hooks) noexcept { hooks_ = hooks; }
+    void start();
+    // The typed writer's destructor: stop intake, wait for a running batch, discard the rest
+    // (counted as shutdown). No hook is called after it returns.
+    void shutdown() noexcept;
+
+    State state() const noexcept { return state_.load(std::memory_order_acquire); }
+    bool accepting() const noexcept
+    {
+        const State s = state_.load(std::memory_order_relaxed);
+        return s == State::created || s == State::running;
+    }
+    const WriterOptions& options() const noexcept { return opts_; }
+    const std::filesystem::path& file_path() const noexcept { return file_path_; }
+    const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
+    WriterStats stats() const noexcept;
+
+    // --- submit side (any thread) ---
+    // After a successful push at position `pos`: wake the drain if it parked.
+    void after_push(std::uint64_t pos) noexcept
+    {
+        const std::uint8_t s = wake_state_.load(std::memory_order_seq_cst);
+        if (s != awake) [[unlikely]]
+            maybe_wake(s, pos);
+    }
+    void count_queue_full() noexcept;
+    void count_closed() noexcept;
+    void count_evicted() noexcept;
+    // Overflow::block on the caller's thread: wait until the queue may have room or the
+    // deadline passes. Returns false at the deadline.
+    bool wait_for_space(std::chrono::steady_clock::time_point deadline) noexcept;
+    // Overflow::block, asynchronous: `retry` runs (on no particular thread) after the next pop.
+    void add_space_waiter(std::function<void()> retry);
+
+    // --- I/O thread: helpers for serialize_batch() and append() ---
+    LineBuffer& line_buffer() noexcept { return line_buffer_; }
+    void on_malformed(std::string_view what) noexcept;
+    void on_unexpected(Stage stage, std::string_view what) noexcept;
+    std::error_code append(const std::filesystem::path& path, const Lines& lines) noexcept;
+
+    // --- async operations (any thread); completion on the handler's associated executor ---
+    void async_flush_impl(boost::asio::any_completion_handler<void(error_code)> h);
+    void async_close_impl(
+        boost::asio::any_completion_handler<void(error_code, CloseReport)> h);
+
+private:
+    struct Impl;
+    static constexpr std::uint8_t awake = 0, parked = 1, lingering = 2;
+    void maybe_wake(std::uint8_t seen, std::uint64_t pos) noexcept;
+
+    const WriterOptions opts_;
+    const boost::asio::any_io_executor ex_;
+    QueueHooks* hooks_ = nullptr;
+    std::filesystem::path file_path_;
+    LineBuffer line_buffer_;
+    std::atomic<State> state_{State::created};
+    std::atomic<std::uint64_t> final_pushes_{0};
+    alignas(64) std::atomic<std::uint8_t> wake_state_{awake};
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace jsonlw::detail

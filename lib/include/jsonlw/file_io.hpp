@@ -1,0 +1,29 @@
+// The system calls a writer's appends go through: the default is POSIX; tests inject faults.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <memory>
+
+namespace jsonlw {
+
+// Every member mirrors the POSIX call of the same name: it returns what the call returns and
+// reports failure through errno. All calls are made from the writer's I/O thread, one at a
+// time per writer. An override may block (to simulate a stuck disk) or fail on purpose.
+class FileIo {
+public:
+    virtual ~FileIo() = default;
+    virtual int open(const char* path, int flags, mode_t mode) noexcept;
+    virtual ssize_t writev(int fd, const iovec* iov, int iovcnt) noexcept;
+    virtual ssize_t pread(int fd, void* buf, size_t count, off_t offset) noexcept;
+    virtual int fstat(int fd, struct stat* st) noexcept;
+    virtual int fsync(int fd) noexcept;
+    virtual int close(int fd) noexcept;
+};
+
+// The shared POSIX implementation (stateless).
+std::shared_ptr<FileIo> posix_file_io();
+
+}  // namespace jsonlw

@@ -1,0 +1,82 @@
+// JsonLine: the builder of one compact JSON line, writing straight into a batch buffer.
+#pragma once
+
+#include <jsonlw/malformed_record.hpp>
+
+#include <fmt/format.h>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace jsonlw {
+
+// The buffer lines are built in (fmt's growable buffer; a writer reuses one per batch).
+using LineBuffer = fmt::memory_buffer;
+
+// Builds one JSON value — normally an object — at the end of a LineBuffer. Commas and colons
+// are placed for you: call key() before each member value, nothing between array elements.
+// Strings are escaped per RFC 8259; invalid UTF-8 is replaced by U+FFFD and sanitized()
+// becomes true (the record is kept). Doubles are written in shortest round-trip form; a
+// non-finite double throws MalformedRecord unless written with number_or_null().
+// Not thread-safe; lives for one record.
+class JsonLine {
+public:
+    explicit JsonLine(LineBuffer& out) noexcept : out_(&out), start_(out.size()) {}
+
+    JsonLine& begin_object();
+    JsonLine& end_object();
+    JsonLine& begin_array();
+    JsonLine& end_array();
+    JsonLine& key(std::string_view name);
+
+    JsonLine& string(std::string_view s);
+    JsonLine& value(std::string_view s) { return string(s); }
+    JsonLine& value(const char* s) { return string(s); }
+    JsonLine& value(bool b);
+    JsonLine& value(std::nullptr_t) { return null(); }
+    JsonLine& value(double d);
+    JsonLine& value(float f) { return value(static_cast<double>(f)); }
+    template <std::integral T>
+        requires(!std::same_as<T, bool> && !std::same_as<T, char>)
+    JsonLine& value(T v)
+    {
+        if constexpr (std::is_signed_v<T>) return integer(static_cast<std::int64_t>(v));
+        else return unsigned_integer(static_cast<std::uint64_t>(v));
+    }
+    JsonLine& null();
+    // A non-finite double becomes null instead of making the record malformed.
+    JsonLine& number_or_null(double d);
+    // Trusted JSON text (already valid and compact), copied as is.
+    JsonLine& raw(std::string_view json);
+
+    template <class T>
+    JsonLine& field(std::string_view name, const T& v)
+    {
+        key(name);
+        return value(v);
+    }
+
+    std::string_view view() const noexcept
+    {
+        return {out_->data() + start_, out_->size() - start_};
+    }
+    bool sanitized() const noexcept { return sanitized_; }
+    // Drops what this line wrote so far (the buffer returns to where the line began).
+    void discard() noexcept;
+
+private:
+    JsonLine& integer(std::int64_t v);
+    JsonLine& unsigned_integer(std::uint64_t v);
+    void separate();
+    void append_escaped(std::string_view s);
+
+    LineBuffer* out_;
+    std::size_t start_;
+    std::string_view last_key_{};
+    bool need_comma_ = false;
+    bool sanitized_ = false;
+};
+
+}  // namespace jsonlw

@@ -1,0 +1,341 @@
+// JsonlRecordWriter<Record>: writes records as JSON Lines from inside an Asio program without
+// blocking it. The base owns the queue, batching, the drain, the I/O thread, accounting, logs,
+// flush and close; a subclass says only how a record becomes a line (serialize) and, for a
+// layout other than one file, where lines go (write_batch).
+//
+// Thread-safety: submit(), async_submit(), async_flush(), async_close() and stats() may be
+// called from any thread, concurrently. start() from one thread. serialize() and write_batch()
+// run on the writer's I/O thread, one batch at a time. Lifetime: destroy the writer before the
+// execution context of its executor; a subclass whose serialize()/write_batch() use its own
+// members calls shutdown() first thing in its destructor.
+#pragma once
+
+#include <jsonlw/detail/bounded_ring.hpp>
+#include <jsonlw/detail/writer_core.hpp>
+#include <jsonlw/json_line.hpp>
+#include <jsonlw/lines.hpp>
+#include <jsonlw/malformed_record.hpp>
+#include <jsonlw/submit_result.hpp>
+#include <jsonlw/writer_options.hpp>
+#include <jsonlw/writer_stats.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <system_error>
+#include <vector>
+
+namespace jsonlw {
+
+template <class Record>
+class JsonlRecordWriter : private detail::QueueHooks {
+public:
+    using record_type = Record;
+
+    // Reads the options once; allocates the queue. Creates nothing on disk until start().
+    JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts)
+        : core_(std::make_shared<detail::WriterCore>(std::move(ex), std::move(opts))),
+          ring_(core_->options().queue_capacity)
+    {
+        core_->bind(this);
+        staging_.reserve(core_->options().batch_records);
+    }
+    JsonlRecordWriter(const JsonlRecordWriter&) = delete;
+    JsonlRecordWriter& operator=(const JsonlRecordWriter&) = delete;
+    virtual ~JsonlRecordWriter() { shutdown(); }
+
+    // Creates the directory and starts the drain. Idempotent. No directory: stays inert. A
+    // directory that cannot be created: one error log, the writer disabled; never throws.
+    void start() { core_->start(); }
+
+    // Never blocks (but under Overflow::block, where it waits at most block_timeout); takes
+    // no lock, makes no system call, allocates nothing beyond moving the record.
+    SubmitResult submit(Record rec)
+    {
+        if (!core_->accepting()) [[unlikely]]
+            return refused();
+        std::uint64_t pos;
+        switch (ring_.try_push(rec, pos)) {
+        case Ring::Push::ok:
+            core_->after_push(pos);
+            return SubmitResult::accepted;
+        case Ring::Push::closed:
+            core_->count_closed();
+            return SubmitResult::closed;
+        case Ring::Push::full:
+            break;
+        }
+        return on_full(rec);
+    }
+
+    // Like submit(), but under Overflow::block it waits for room without blocking its thread
+    // (at most block_timeout). Completion signature: void(SubmitResult).
+    template <class Token>
+    auto async_submit(Record rec, Token&& token)
+    {
+        return boost::asio::async_initiate<Token, void(SubmitResult)>(
+            [this](auto handler, Record r) {
+                async_submit_impl(std::move(r), std::move(handler));
+            },
+            token, std::move(rec));
+    }
+
+    // Completes once every record submitted before the call is written or counted as dropped.
+    // Signature: void(jsonlw::error_code) — boost::system::error_code, as Asio's own
+    // operations; success, or errc::timed_out when close gave up first.
+    template <class Token>
+    auto async_flush(Token&& token)
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [core = core_](auto handler) { core->async_flush_impl(std::move(handler)); }, token);
+    }
+
+    // Stops intake, writes everything queued and completes — no later than shutdown_timeout
+    // (+ a small margin) — with the final counters. Signature: void(jsonlw::error_code,
+    // CloseReport); the error_code is success even when time ran out (see report.drained),
+    // so use_awaitable and use_future hand over the report instead of throwing.
+    template <class Token>
+    auto async_close(Token&& token)
+    {
+        return boost::asio::async_initiate<Token, void(error_code, CloseReport)>(
+            [core = core_](auto handler) { core->async_close_impl(std::move(handler)); }, token);
+    }
+
+    WriterStats stats() const noexcept { return core_->stats(); }
+    // The default layout's file (empty before start(), or when inert or disabled).
+    const std::filesystem::path& file_path() const noexcept { return core_->file_path(); }
+    const WriterOptions& options() const noexcept { return core_->options(); }
+    boost::asio::any_io_executor get_executor() const noexcept { return core_->executor(); }
+
+protected:
+    // How a record becomes one line. Throw MalformedRecord to drop it alone (counted,
+    // logged); any other exception drops it as unexpected.
+    virtual void serialize(const Record& rec, JsonLine& line) = 0;
+
+    // Where a batch's lines go. The default appends them to file_path(). An override groups
+    // the records, calls serialize_batch() per group and append() per group; every record
+    // must end up in exactly one of them (a record neither produces counts as unexpected).
+    virtual void write_batch(std::span<const Record> batch)
+    {
+        append(file_path(), serialize_batch(batch));
+    }
+
+    // Which other exceptions from serialize() mean "cannot be represented" (default none).
+    virtual bool malformed_error(const std::exception&) const noexcept { return false; }
+
+    // A size estimate in bytes, used to cap a batch at batch_bytes (default 0: unknown).
+    virtual std::size_t record_bytes(const Record&) const noexcept { return 0; }
+
+    // Serializes a group with the shared malformed accounting. The result stays valid until
+    // the next call. I/O thread only.
+    Lines serialize_batch(std::span<const Record> group)
+    {
+        LineBuffer& buf = core_->line_buffer();
+        buf.clear();
+        Lines out;
+        for (const Record& rec : group) {
+            JsonLine line(buf);
+            try {
+                serialize(rec, line);
+                if (line.view().empty()) throw MalformedRecord("serialize() wrote nothing");
+                buf.push_back('\n');
+                ++out.records;
+                out.sanitized += line.sanitized() ? 1 : 0;
+            } catch (const MalformedRecord& e) {
+                line.discard();
+                core_->on_malformed(e.what());
+            } catch (const std::exception& e) {
+                line.discard();
+                if (malformed_error(e)) core_->on_malformed(e.what());
+                else core_->on_unexpected(detail::Stage::serialize, e.what());
+            } catch (...) {
+                line.discard();
+                core_->on_unexpected(detail::Stage::serialize, "unknown exception");
+            }
+        }
+        out.bytes = {buf.data(), buf.size()};
+        return out;
+    }
+
+    // Appends complete lines to `path` (created with its parents; descriptor kept open, one
+    // write per call, fsync per durability). Counts them as written, or as write_error with a
+    // rate-limited warning. I/O thread only.
+    std::error_code append(const std::filesystem::path& path, const Lines& lines) noexcept
+    {
+        return core_->append(path, lines);
+    }
+
+    // Stops the writer for good: intake closed, the running batch waited for, the queue
+    // discarded (counted as shutdown). Subclasses with state call it in their destructor.
+    void shutdown() noexcept
+    {
+        if (core_) core_->shutdown();
+    }
+
+private:
+    using Ring = detail::BoundedRing<Record>;
+
+    SubmitResult refused() noexcept
+    {
+        if (core_->state() == detail::WriterCore::State::closed) {
+            core_->count_closed();
+            return SubmitResult::closed;
+        }
+        return SubmitResult::disabled;
+    }
+
+    SubmitResult on_full(Record& rec)
+    {
+        const auto& o = core_->options();
+        std::uint64_t pos;
+        if (o.overflow == Overflow::drop_oldest) {
+            for (;;) {
+                if (ring_.try_pop()) core_->count_evicted();
+                switch (ring_.try_push(rec, pos)) {
+                case Ring::Push::ok: core_->after_push(pos); return SubmitResult::accepted;
+                case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
+                case Ring::Push::full: continue;
+                }
+            }
+        }
+        if (o.overflow == Overflow::block) {
+            const auto deadline = std::chrono::steady_clock::now() + o.block_timeout;
+            for (;;) {
+                if (!core_->wait_for_space(deadline)) break;
+                switch (ring_.try_push(rec, pos)) {
+                case Ring::Push::ok: core_->after_push(pos); return SubmitResult::accepted;
+                case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
+                case Ring::Push::full: continue;
+                }
+            }
+        }
+        core_->count_queue_full();
+        return SubmitResult::dropped_queue_full;
+    }
+
+    // Overflow::block without blocking a thread: retried after each pop until block_timeout.
+    // state: 0 idle, 1 a retry is pushing, 2 completed. Whoever moves it to 2 completes.
+    struct BlockedSubmit {
+        Record rec;
+        boost::asio::any_completion_handler<void(SubmitResult)> handler;
+        boost::asio::steady_timer timer;
+        std::atomic<int> state{0};
+        std::atomic<bool> expired{false};
+        BlockedSubmit(Record r, boost::asio::any_completion_handler<void(SubmitResult)> h,
+                      const boost::asio::any_io_executor& ex)
+            : rec(std::move(r)), handler(std::move(h)), timer(ex)
+        {
+        }
+    };
+
+    static void complete(const std::shared_ptr<BlockedSubmit>& op, SubmitResult r)
+    {
+        auto h = std::move(op->handler);
+        auto ex = boost::asio::get_associated_executor(h, op->timer.get_executor());
+        boost::asio::post(ex, [h = std::move(h), r]() mutable { std::move(h)(r); });
+    }
+
+    static void expire(const std::shared_ptr<detail::WriterCore>& core,
+                       const std::shared_ptr<BlockedSubmit>& op)
+    {
+        int idle = 0;
+        if (!op->state.compare_exchange_strong(idle, 2, std::memory_order_acq_rel)) return;
+        core->count_queue_full();
+        complete(op, SubmitResult::dropped_queue_full);
+    }
+
+    void try_blocked(const std::shared_ptr<BlockedSubmit>& op)
+    {
+        int idle = 0;
+        if (!op->state.compare_exchange_strong(idle, 1, std::memory_order_acq_rel)) return;
+        std::uint64_t pos;
+        switch (ring_.try_push(op->rec, pos)) {
+        case Ring::Push::ok:
+            core_->after_push(pos);
+            op->state.store(2, std::memory_order_release);
+            op->timer.cancel();
+            return complete(op, SubmitResult::accepted);
+        case Ring::Push::closed:
+            core_->count_closed();
+            op->state.store(2, std::memory_order_release);
+            op->timer.cancel();
+            return complete(op, SubmitResult::closed);
+        case Ring::Push::full:
+            op->state.store(0, std::memory_order_release);
+            if (op->expired.load(std::memory_order_acquire)) return expire(core_, op);
+            core_->add_space_waiter([this, op] { try_blocked(op); });
+            return;
+        }
+    }
+
+    void async_submit_impl(Record rec,
+                           boost::asio::any_completion_handler<void(SubmitResult)> handler)
+    {
+        auto ex = boost::asio::get_associated_executor(handler, core_->executor());
+        if (core_->options().overflow != Overflow::block || !core_->accepting()) {
+            const SubmitResult r = submit(std::move(rec));
+            boost::asio::post(ex, [h = std::move(handler), r]() mutable { std::move(h)(r); });
+            return;
+        }
+        auto op = std::make_shared<BlockedSubmit>(std::move(rec), std::move(handler),
+                                                  core_->executor());
+        op->timer.expires_after(core_->options().block_timeout);
+        op->timer.async_wait([core = core_, op](boost::system::error_code ec) {
+            if (ec) return;  // cancelled: the record went in (or was refused as closed)
+            op->expired.store(true, std::memory_order_release);
+            expire(core, op);
+        });
+        try_blocked(op);
+    }
+
+    // --- detail::QueueHooks ---
+    std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept override
+    {
+        std::size_t bytes = 0;
+        while (staging_.size() < max_records && bytes < max_bytes) {
+            auto r = ring_.try_pop();
+            if (!r) break;
+            bytes += record_bytes(*r);
+            staging_.push_back(std::move(*r));
+        }
+        return staging_.size();
+    }
+    void write_staged() noexcept override
+    {
+        try {
+            write_batch(std::span<const Record>(staging_.data(), staging_.size()));
+        } catch (const std::exception& e) {
+            core_->on_unexpected(detail::Stage::write, e.what());
+        } catch (...) {
+            core_->on_unexpected(detail::Stage::write, "unknown exception");
+        }
+        staging_.clear();
+    }
+    std::size_t discard_queued() noexcept override
+    {
+        std::size_t n = 0;
+        while (ring_.consumed() < ring_.claimed()) {
+            if (ring_.try_pop()) ++n;
+        }
+        return n;
+    }
+    std::uint64_t claimed() const noexcept override { return ring_.claimed(); }
+    std::uint64_t consumed() const noexcept override { return ring_.consumed(); }
+    std::uint64_t close_intake() noexcept override { return ring_.close(); }
+    std::size_t queued() const noexcept override { return ring_.size(); }
+
+    std::shared_ptr<detail::WriterCore> core_;
+    Ring ring_;
+    std::vector<Record> staging_;  // I/O thread only
+};
+
+}  // namespace jsonlw

@@ -1,0 +1,17 @@
+// The umbrella header: everything a program embedding jsonlw needs.
+#pragma once
+
+#include <jsonlw/durability.hpp>
+#include <jsonlw/error.hpp>
+#include <jsonlw/file_io.hpp>
+#include <jsonlw/json_line.hpp>
+#include <jsonlw/jsonl_record_writer.hpp>
+#include <jsonlw/lines.hpp>
+#include <jsonlw/log.hpp>
+#include <jsonlw/malformed_record.hpp>
+#include <jsonlw/overflow.hpp>
+#include <jsonlw/raw_json_writer.hpp>
+#include <jsonlw/submit_result.hpp>
+#include <jsonlw/version.hpp>
+#include <jsonlw/writer_options.hpp>
+#include <jsonlw/writer_stats.hpp>

@@ -1,0 +1,59 @@
+// The configuration of one JsonlRecordWriter: an aggregate for designated initializers.
+#pragma once
+
+#include <jsonlw/durability.hpp>
+#include <jsonlw/file_io.hpp>
+#include <jsonlw/log.hpp>
+#include <jsonlw/overflow.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace jsonlw {
+
+// Read once, at construction. Fields are listed in declaration order (designated
+// initializers must follow it).
+struct WriterOptions {
+    // Output directory, created with its parents by start(). Empty: the writer is inert
+    // (every call a cheap no-op, nothing counted, nothing created).
+    std::filesystem::path directory{};
+    // File-name stem: the default layout writes <directory>/<stem>-<host>-<pid>-<UTC>.jsonl.
+    std::string stem = "records";
+    // The noun log messages use: "Dropped 3 <subject> records".
+    std::string subject = "JSONL";
+    // Records the queue holds (any value >= 1; default 1024). After that, overflow decides.
+    std::size_t queue_capacity = 1024;
+    // At most this many records per append (default 64).
+    std::size_t batch_records = 64;
+    // A batch stops growing once its records' size hint reaches this (bytes; default 1 MiB).
+    std::size_t batch_bytes = std::size_t{1} << 20;
+    // Longest a record waits for its batch to fill before it is written (default 0: write as
+    // soon as the drain wakes; the batch then holds whatever was queued).
+    std::chrono::milliseconds flush_interval{0};
+    // What submit() does when the queue is full (default drop_newest).
+    Overflow overflow = Overflow::drop_newest;
+    // Overflow::block only: longest submit()/async_submit() waits for room (default 100 ms).
+    std::chrono::milliseconds block_timeout{100};
+    // When appended bytes are fsync'ed (default none).
+    Durability durability = Durability::none;
+    // Durability::fsync_interval only: longest unsynced data waits for fsync (default 1 s).
+    std::chrono::milliseconds fsync_interval{1000};
+    // async_close() completes at most this long after it was called (default 5 s); what is
+    // not written by then is counted as dropped.shutdown (queued) or unknown (mid-append).
+    std::chrono::milliseconds shutdown_timeout{5000};
+    // Log sink (default: stderr). See LogSink for the threads it is called from.
+    LogSink log{};
+    // Where serialization and appends run. Default: a thread the writer owns. A given
+    // executor must not be the one the writer was constructed with (appends block).
+    std::optional<boost::asio::any_io_executor> io_executor{};
+    // System-call seam for appends (default: POSIX). Tests inject faults through it.
+    std::shared_ptr<FileIo> file_io{};
+};
+
+}  // namespace jsonlw

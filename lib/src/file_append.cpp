@@ -1,0 +1,152 @@
+#include "file_append.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace jsonlw::detail {
+namespace {
+
+std::error_code last_error() noexcept { return {errno, std::system_category()}; }
+
+}  // namespace
+
+FileAppender::FileAppender(std::shared_ptr<FileIo> io, std::size_t max_open)
+    : io_(io ? std::move(io) : posix_file_io()), max_open_(max_open == 0 ? 1 : max_open)
+{
+}
+
+FileAppender::~FileAppender() { close_all(); }
+
+void FileAppender::drop(File& f) noexcept
+{
+    if (f.fd >= 0) io_->close(f.fd);
+    f.fd = -1;
+    const auto idx = static_cast<std::size_t>(&f - files_.data());
+    files_.erase(files_.begin() + static_cast<std::ptrdiff_t>(idx));
+}
+
+void FileAppender::close_all() noexcept
+{
+    for (File& f : files_)
+        if (f.fd >= 0) io_->close(f.fd);
+    files_.clear();
+}
+
+FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path,
+                                               std::error_code& ec)
+{
+    const std::string& key = path.native();
+    for (File& f : files_) {
+        if (f.path != key) continue;
+        // A file unlinked under us (its directory removed, say) would swallow every later
+        // record: reopen it instead. One fstat per append; appends are per batch.
+        struct stat st {};
+        if (io_->fstat(f.fd, &st) == 0 && st.st_nlink > 0) {
+            f.last_use = ++clock_;
+            return &f;
+        }
+        drop(f);
+        break;
+    }
+    if (files_.size() >= max_open_) {
+        auto lru = std::min_element(files_.begin(), files_.end(),
+            [](const File& a, const File& b) { return a.last_use < b.last_use; });
+        if (lru->unsynced) io_->fsync(lru->fd);
+        drop(*lru);
+    }
+    if (path.has_parent_path()) {
+        std::error_code mk;
+        std::filesystem::create_directories(path.parent_path(), mk);
+        // An error here shows up as the open's errno (ENOTDIR, ENOENT, ...), which is the
+        // more useful message.
+    }
+    int fd;
+    do {
+        fd = io_->open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        ec = last_error();
+        return nullptr;
+    }
+    File f;
+    f.path = key;
+    f.fd = fd;
+    f.last_use = ++clock_;
+    struct stat st {};
+    if (io_->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        char last = '\n';
+        if (io_->pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') f.needs_newline = true;
+    }
+    files_.push_back(std::move(f));
+    return &files_.back();
+}
+
+std::error_code FileAppender::append(const std::filesystem::path& path, std::string_view bytes,
+                                     bool sync)
+{
+    std::error_code ec;
+    File* f = find_or_open(path, ec);
+    if (!f) return ec;
+    static const char newline = '\n';
+    iovec iov[2];
+    int n = 0;
+    if (f->needs_newline) iov[n++] = {const_cast<char*>(&newline), 1};
+    iov[n++] = {const_cast<char*>(bytes.data()), bytes.size()};
+    std::size_t left = (n == 2 ? 1 : 0) + bytes.size();
+    iovec* cur = iov;
+    while (left > 0) {
+        const ssize_t w = io_->writev(f->fd, cur, static_cast<int>(iov + n - cur));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            ec = w < 0 ? last_error() : std::make_error_code(std::errc::io_error);
+            // Part of a line may have landed: the reopened file's last byte decides the
+            // '\n' then. Reopening also picks up a fault that cleared.
+            drop(*f);
+            return ec;
+        }
+        auto adv = static_cast<std::size_t>(w);
+        left -= adv;
+        while (adv > 0 && adv >= cur->iov_len) {
+            adv -= cur->iov_len;
+            ++cur;
+        }
+        if (adv > 0) {
+            cur->iov_base = static_cast<char*>(cur->iov_base) + adv;
+            cur->iov_len -= adv;
+        }
+    }
+    f->needs_newline = false;
+    f->unsynced = true;
+    if (sync) {
+        int r;
+        do r = io_->fsync(f->fd);
+        while (r < 0 && errno == EINTR);
+        if (r < 0) {
+            ec = last_error();
+            drop(*f);
+            return ec;
+        }
+        f->unsynced = false;
+    }
+    return ec;
+}
+
+std::error_code FileAppender::sync_all()
+{
+    std::error_code first;
+    for (File& f : files_) {
+        if (!f.unsynced) continue;
+        int r;
+        do r = io_->fsync(f.fd);
+        while (r < 0 && errno == EINTR);
+        if (r < 0 && !first) first = last_error();
+        if (r == 0) f.unsynced = false;
+    }
+    return first;
+}
+
+}  // namespace jsonlw::detail

@@ -1,0 +1,706 @@
+// The drain, the I/O thread, accounting, logs, flush and close of every JsonlRecordWriter.
+#include <jsonlw/detail/writer_core.hpp>
+#include <jsonlw/error.hpp>
+
+#include "file_append.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace jsonlw::detail {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+
+namespace {
+
+// Logged at the first occurrence, then every 1000th.
+bool log_worthy(std::uint64_t nth) noexcept { return nth == 1 || nth % 1000 == 0; }
+
+std::string host_name()
+{
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
+    return buf;
+}
+
+std::string utc_stamp()
+{
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+    return buf;
+}
+
+// Batches the I/O thread writes per hop before returning to the strand (which completes
+// flushes): bounds flush latency without a hop per batch under load.
+constexpr int batches_per_hop = 16;
+
+}  // namespace
+
+struct WriterCore::Impl {
+    // What one batch's serialize_batch()/append() calls resolved (I/O thread).
+    struct Tally {
+        std::uint64_t written = 0, malformed = 0, unexpected = 0, write_error = 0;
+        std::uint64_t sanitized = 0, bytes = 0, batches = 0;
+        std::uint64_t resolved() const noexcept
+        {
+            return written + malformed + unexpected + write_error;
+        }
+    };
+
+    explicit Impl(WriterCore& core)
+        : self(core),
+          strand(asio::make_strand(core.ex_)),
+          wake_timer(strand),
+          close_timer(strand),
+          appender(core.opts_.file_io)
+    {
+        if (core.opts_.io_executor) {
+            io_ex = *core.opts_.io_executor;
+        } else {
+            own_io.emplace(1);
+            io_ex = own_io->get_executor();
+        }
+    }
+
+    ~Impl()
+    {
+        if (own_io) {
+            own_io->stop();
+            own_io->join();
+        }
+    }
+
+    void log(LogLevel level, std::string_view msg) const noexcept
+    {
+        try {
+            if (self.opts_.log) self.opts_.log(level, msg);
+            else log_to_stderr(level, msg);
+        } catch (...) {
+            // A throwing log sink must not cost records or the drain.
+        }
+    }
+
+    // --- hooks guard: the typed writer may be destroyed while the core lives on ---
+    bool enter() noexcept
+    {
+        active.fetch_add(1, std::memory_order_seq_cst);
+        if (detaching.load(std::memory_order_seq_cst)) {
+            leave();
+            return false;
+        }
+        return true;
+    }
+    void leave() noexcept
+    {
+        if (active.fetch_sub(1, std::memory_order_seq_cst) == 1) active.notify_all();
+    }
+    struct Guard {
+        Impl& d;
+        bool ok;
+        explicit Guard(Impl& i) noexcept : d(i), ok(i.enter()) {}
+        ~Guard()
+        {
+            if (ok) d.leave();
+        }
+        explicit operator bool() const noexcept { return ok; }
+    };
+
+    // --- consumer lock: the pop phase of a batch vs. close's discard ---
+    void lock_consumer() noexcept
+    {
+        while (consumer_lock.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+    }
+    void unlock_consumer() noexcept { consumer_lock.clear(std::memory_order_release); }
+
+    // --- I/O thread ---
+    void io_step() noexcept
+    {
+        Guard g(*this);
+        if (!g) return;
+        const auto& o = self.opts_;
+        for (int i = 0; i < batches_per_hop; ++i) {
+            std::size_t n = 0;
+            lock_consumer();
+            if (!abandoned.load(std::memory_order_acquire)) {
+                n = self.hooks_->pop_batch(o.batch_records, o.batch_bytes);
+                inflight.store(n, std::memory_order_release);
+                batch_state.store(0, std::memory_order_release);
+            }
+            unlock_consumer();
+            if (n == 0) break;
+            notify_space();
+            tally = Tally{};
+            self.hooks_->write_staged();
+            publish(n);
+            if (n < o.batch_records || detaching.load(std::memory_order_relaxed) ||
+                yield_hop.load(std::memory_order_relaxed))
+                break;
+        }
+        log_queue_drops();
+        if (o.durability == Durability::fsync_interval && unsynced &&
+            clock::now() - last_sync >= o.fsync_interval)
+            sync_now();
+    }
+
+    void publish(std::size_t n) noexcept
+    {
+        int in_flight = 0;
+        if (!batch_state.compare_exchange_strong(in_flight, 1, std::memory_order_acq_rel)) {
+            return;  // close gave up on this batch and counted it as unknown
+        }
+        std::uint64_t resolved = tally.resolved();
+        if (resolved < n) {
+            const std::uint64_t missing = n - resolved;
+            tally.unexpected += missing;
+            log(LogLevel::error,
+                fmt::format("write_batch() left {} of {} {} records without an append; "
+                            "counted as unexpected",
+                            missing, n, self.opts_.subject));
+        } else if (resolved > n) {
+            // Keep the invariant: a record is counted once, whatever the override did.
+            std::uint64_t excess = resolved - n;
+            log(LogLevel::error,
+                fmt::format("write_batch() accounted {} {} records for a batch of {}",
+                            resolved, self.opts_.subject, n));
+            for (std::uint64_t* c :
+                 {&tally.written, &tally.write_error, &tally.malformed, &tally.unexpected}) {
+                const std::uint64_t take = std::min(*c, excess);
+                *c -= take;
+                excess -= take;
+            }
+        }
+        written.fetch_add(tally.written, std::memory_order_release);
+        malformed.fetch_add(tally.malformed, std::memory_order_release);
+        unexpected.fetch_add(tally.unexpected, std::memory_order_release);
+        write_error.fetch_add(tally.write_error, std::memory_order_release);
+        sanitized.fetch_add(tally.sanitized, std::memory_order_relaxed);
+        bytes.fetch_add(tally.bytes, std::memory_order_relaxed);
+        batches.fetch_add(tally.batches, std::memory_order_relaxed);
+        inflight.store(0, std::memory_order_release);
+    }
+
+    std::error_code append(const std::filesystem::path& path, const Lines& lines) noexcept
+    {
+        if (lines.records == 0 && lines.bytes.empty()) return {};
+        std::error_code ec;
+        try {
+            ec = appender.append(path, lines.bytes,
+                                 self.opts_.durability == Durability::fsync_batch);
+        } catch (const std::exception& e) {
+            tally.write_error += lines.records;
+            on_unexpected(Stage::write, e.what());
+            return std::make_error_code(std::errc::io_error);
+        }
+        if (ec) {
+            tally.write_error += lines.records;
+            if (log_worthy(++write_failures))
+                log(LogLevel::warning, fmt::format("Failed to write {} JSONL: {} ({})",
+                                                   self.opts_.subject, ec.message(),
+                                                   path.native()));
+            return ec;
+        }
+        tally.written += lines.records;
+        tally.sanitized += lines.sanitized;
+        tally.bytes += lines.bytes.size();
+        ++tally.batches;
+        if (self.opts_.durability == Durability::fsync_interval && !unsynced) {
+            unsynced = true;
+            if (last_sync == clock::time_point{}) last_sync = clock::now();
+        }
+        return {};
+    }
+
+    void sync_now() noexcept
+    {
+        const std::error_code ec = appender.sync_all();
+        last_sync = clock::now();
+        unsynced = false;
+        if (ec && log_worthy(++sync_failures))
+            log(LogLevel::warning,
+                fmt::format("Failed to fsync {} JSONL: {}", self.opts_.subject, ec.message()));
+    }
+
+    void on_malformed(std::string_view what) noexcept
+    {
+        ++tally.malformed;
+        if (log_worthy(++malformed_seen))
+            log(LogLevel::warning,
+                fmt::format("Dropped malformed {} record: {}", self.opts_.subject, what));
+    }
+
+    void on_unexpected(Stage stage, std::string_view what) noexcept
+    {
+        ++tally.unexpected;
+        std::uint64_t& seen = stage == Stage::serialize ? unexpected_serialize : unexpected_write;
+        if (log_worthy(++seen))
+            log(LogLevel::error,
+                fmt::format("Unexpected error {} {} record ({} so far): {}",
+                            stage == Stage::serialize ? "serializing" : "writing",
+                            self.opts_.subject, seen, what));
+    }
+
+    // "Dropped N <subject> records" for every N in (logged, now] that is 1 or a multiple of
+    // 1000: the same lines a synchronous logger would print, without a log call on submit.
+    void log_queue_drops() noexcept
+    {
+        const std::uint64_t now = queue_full.load(std::memory_order_acquire);
+        while (queue_full_logged < now) {
+            const std::uint64_t next =
+                queue_full_logged == 0 ? 1 : (queue_full_logged / 1000 + 1) * 1000;
+            if (next > now) {
+                queue_full_logged = now;
+                break;
+            }
+            log(LogLevel::warning,
+                fmt::format("Dropped {} {} records", next, self.opts_.subject));
+            queue_full_logged = next;
+        }
+    }
+
+    void finalize_io() noexcept
+    {
+        log_queue_drops();
+        if (self.opts_.durability != Durability::none) sync_now();
+        appender.close_all();
+    }
+
+    void notify_space() noexcept
+    {
+        if (self.opts_.overflow != Overflow::block) return;
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (space_waiters.load(std::memory_order_seq_cst) == 0) return;
+        std::vector<std::function<void()>> retries;
+        {
+            std::lock_guard lk(space_mu);
+            space_cv.notify_all();
+            retries.swap(async_space_waiters);
+            space_waiters.fetch_sub(static_cast<int>(retries.size()), std::memory_order_seq_cst);
+        }
+        for (auto& r : retries) r();
+    }
+
+    // --- strand ---
+    void wake_drain() noexcept { wake_timer.cancel(); }
+
+    void complete_flushes(std::uint64_t resolved_upto, error_code ec)
+    {
+        auto it = flush_waiters.begin();
+        while (it != flush_waiters.end()) {
+            if (ec || it->first <= resolved_upto) {
+                complete(std::move(it->second), ec);
+                it = flush_waiters.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+
+    // Runs h(args...) through the writer's executor, then on h's associated executor —
+    // never inline, never on the I/O thread.
+    template <class Handler, class... Args>
+    void complete(Handler h, Args... args)
+    {
+        asio::post(self.ex_, asio::append(std::move(h), std::move(args)...));
+    }
+
+    void finish(bool drained)
+    {
+        if (finished) return;
+        finished = true;
+        close_timer.cancel();
+        report = CloseReport{self.stats(), drained};
+        for (auto& h : close_waiters) complete(std::move(h), error_code{}, *report);
+        close_waiters.clear();
+        complete_flushes(0, drained ? error_code{} : error_code(make_error_code(errc::timed_out)));
+        wake_drain();
+    }
+
+    // Close ran out of time: what is mid-append is unknown, what is queued is dropped.
+    void abandon()
+    {
+        abandoned.store(true, std::memory_order_release);
+        yield_hop.store(true, std::memory_order_relaxed);
+        lock_consumer();
+        const std::size_t n = inflight.load(std::memory_order_acquire);
+        int in_flight = 0;
+        if (n > 0 && batch_state.compare_exchange_strong(in_flight, 2, std::memory_order_acq_rel))
+            unknown.fetch_add(n, std::memory_order_release);
+        if (Guard g{*this}) shutdown.fetch_add(self.hooks_->discard_queued(), std::memory_order_release);
+        unlock_consumer();
+        log(LogLevel::warning, fmt::format("Timed out flushing {} JSONL; dropping remaining records",
+                                           self.opts_.subject));
+    }
+
+    void on_close_request(asio::any_completion_handler<void(error_code, CloseReport)> h)
+    {
+        if (finished) {
+            complete(std::move(h), error_code{}, *report);
+            return;
+        }
+        close_waiters.push_back(std::move(h));
+        if (closing) return;
+        closing = true;
+        self.state_.store(State::closed, std::memory_order_release);
+        {
+            Guard g(*this);
+            if (g) self.hooks_->close_intake();
+        }
+        if (!drain_running) {
+            // Never started: nothing will write what was queued.
+            std::size_t n = 0;
+            if (Guard g{*this}) n = self.hooks_->discard_queued();
+            shutdown.fetch_add(n, std::memory_order_release);
+            finish(n == 0);
+            return;
+        }
+        close_timer.expires_after(self.opts_.shutdown_timeout);
+        close_timer.async_wait([core = self.shared_from_this(), this](boost::system::error_code ec) {
+            if (ec || finished) return;
+            abandon();
+            finish(false);
+        });
+        yield_hop.store(true, std::memory_order_relaxed);
+        wake_drain();
+    }
+
+    static asio::awaitable<void> drain(std::shared_ptr<WriterCore> core)
+    {
+        Impl& d = *core->impl_;
+        WriterCore& w = *core;
+        const auto& o = w.opts_;
+        for (;;) {
+            if (d.abandoned.load(std::memory_order_acquire) || d.finished) break;
+            std::uint64_t claimed = 0, consumed = 0;
+            {
+                Guard g(d);
+                if (!g) break;
+                claimed = w.hooks_->claimed();
+                consumed = w.hooks_->consumed();
+            }
+            d.complete_flushes(consumed, {});
+            if (claimed == consumed) {
+                if (d.closing) {
+                    co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
+                    d.finalize_io();
+                    co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
+                    d.finish(true);
+                    break;
+                }
+                // Park until a submit, a flush, a close — or a due fsync.
+                auto wait = clock::duration::max();
+                if (d.fsync_due) wait = std::max(clock::duration::zero(), *d.fsync_due - clock::now());
+                w.wake_state_.store(parked, std::memory_order_seq_cst);
+                {
+                    Guard g(d);
+                    if (!g) break;
+                    if (w.hooks_->claimed() != consumed) {
+                        w.wake_state_.store(awake, std::memory_order_seq_cst);
+                        continue;
+                    }
+                }
+                boost::system::error_code ec;
+                if (wait == clock::duration::max()) d.wake_timer.expires_at(clock::time_point::max());
+                else d.wake_timer.expires_after(wait);
+                co_await d.wake_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                w.wake_state_.store(awake, std::memory_order_seq_cst);
+                if (!ec && d.fsync_due && clock::now() >= *d.fsync_due) {
+                    co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
+                    d.sync_now();
+                    co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
+                    d.fsync_due.reset();
+                }
+                continue;
+            }
+            // Linger: give a short batch up to flush_interval to fill.
+            if (o.flush_interval.count() > 0 && !d.closing && d.flush_waiters.empty() &&
+                claimed - consumed < o.batch_records) {
+                d.linger_from.store(consumed, std::memory_order_relaxed);
+                w.wake_state_.store(lingering, std::memory_order_seq_cst);
+                boost::system::error_code ec;
+                d.wake_timer.expires_after(o.flush_interval);
+                co_await d.wake_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                w.wake_state_.store(awake, std::memory_order_seq_cst);
+            }
+            d.yield_hop.store(d.closing || !d.flush_waiters.empty(), std::memory_order_relaxed);
+            co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
+            d.io_step();
+            const bool due = o.durability == Durability::fsync_interval && d.unsynced;
+            const auto due_at = d.last_sync + o.fsync_interval;
+            co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
+            if (due) d.fsync_due = due_at;
+            else d.fsync_due.reset();
+        }
+        // Detached (the writer is gone) or abandoned: settle every waiter.
+        if (!d.finished) d.finish(d.discarded_at_shutdown.load() == 0);
+    }
+
+    WriterCore& self;
+    asio::strand<asio::any_io_executor> strand;
+    std::optional<asio::thread_pool> own_io;
+    asio::any_io_executor io_ex;
+    asio::steady_timer wake_timer;   // the drain parks (or lingers) on it
+    asio::steady_timer close_timer;  // shutdown_timeout
+
+    // Counters. Consumer side (the batch or close): written ... shutdown, unknown.
+    std::atomic<std::uint64_t> written{0}, batches{0}, bytes{0}, sanitized{0}, unknown{0};
+    std::atomic<std::uint64_t> malformed{0}, write_error{0}, shutdown{0}, unexpected{0};
+    // Producer side.
+    alignas(64) std::atomic<std::uint64_t> queue_full{0};
+    std::atomic<std::uint64_t> closed{0}, evicted{0};
+
+    // I/O thread only.
+    FileAppender appender;
+    Tally tally;
+    std::uint64_t queue_full_logged = 0, malformed_seen = 0, unexpected_serialize = 0;
+    std::uint64_t unexpected_write = 0, write_failures = 0, sync_failures = 0;
+    bool unsynced = false;
+    clock::time_point last_sync{};
+
+    // Batch hand-over between the I/O thread and close.
+    std::atomic_flag consumer_lock = ATOMIC_FLAG_INIT;
+    std::atomic<std::size_t> inflight{0};
+    std::atomic<int> batch_state{0};  // 0 in flight, 1 published, 2 abandoned
+    std::atomic<bool> abandoned{false};
+    std::atomic<bool> yield_hop{false};
+
+    // Guard for the typed writer's lifetime.
+    std::atomic<int> active{0};
+    std::atomic<bool> detaching{false};
+    std::atomic<bool> shutting_down{false};
+    std::atomic<std::size_t> discarded_at_shutdown{0};
+
+    // Overflow::block waiters.
+    std::mutex space_mu;
+    std::condition_variable space_cv;
+    std::atomic<int> space_waiters{0};
+    std::vector<std::function<void()>> async_space_waiters;
+
+    // Strand only.
+    std::atomic<bool> drain_running{false};
+    bool closing = false;
+    bool finished = false;
+    std::atomic<std::uint64_t> linger_from{0};
+    std::optional<clock::time_point> fsync_due;
+    std::vector<std::pair<std::uint64_t, asio::any_completion_handler<void(error_code)>>>
+        flush_waiters;
+    std::vector<asio::any_completion_handler<void(error_code, CloseReport)>> close_waiters;
+    std::optional<CloseReport> report;
+};
+
+WriterCore::WriterCore(asio::any_io_executor ex, WriterOptions opts)
+    : opts_(std::move(opts)), ex_(std::move(ex))
+{
+    if (opts_.directory.empty()) state_.store(State::inert, std::memory_order_relaxed);
+    impl_ = std::make_unique<Impl>(*this);
+}
+
+WriterCore::~WriterCore() = default;
+
+void WriterCore::start()
+{
+    State expected = State::created;
+    if (!state_.compare_exchange_strong(expected, State::running, std::memory_order_acq_rel))
+        return;  // inert, disabled, closed, or already started
+    std::error_code ec;
+    std::filesystem::create_directories(opts_.directory, ec);
+    if (!ec && !std::filesystem::is_directory(opts_.directory, ec))
+        ec = std::make_error_code(std::errc::not_a_directory);
+    if (ec) {
+        impl_->log(LogLevel::error, fmt::format("Disabling {} JSONL output: {} ({})",
+                                                opts_.subject, ec.message(),
+                                                opts_.directory.native()));
+        state_.store(State::disabled, std::memory_order_release);
+        // Records submitted before start() cannot be written anywhere.
+        if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
+        return;
+    }
+    file_path_ = opts_.directory /
+                 fmt::format("{}-{}-{}-{}.jsonl", opts_.stem, host_name(), ::getpid(), utc_stamp());
+    impl_->drain_running = true;
+    asio::co_spawn(impl_->strand, Impl::drain(shared_from_this()), asio::detached);
+}
+
+void WriterCore::shutdown() noexcept
+{
+    Impl& d = *impl_;
+    if (d.shutting_down.exchange(true)) return;
+    const State s = state_.load(std::memory_order_acquire);
+    if (s == State::created || s == State::running) state_.store(State::closed);
+    // The push count is final once intake is closed; stats() uses it from now on.
+    if (hooks_) final_pushes_.store(hooks_->close_intake(), std::memory_order_release);
+    d.detaching.store(true, std::memory_order_seq_cst);
+    // Wake threads blocked in submit(); they see the queue closed.
+    {
+        std::lock_guard lk(d.space_mu);
+        d.space_cv.notify_all();
+    }
+    // Wait for a running batch (it checks `detaching` between batches).
+    for (int a = d.active.load(); a != 0; a = d.active.load()) d.active.wait(a);
+    if (hooks_) {
+        d.lock_consumer();
+        const std::size_t n = hooks_->discard_queued();
+        d.discarded_at_shutdown.store(n, std::memory_order_release);
+        d.shutdown.fetch_add(n, std::memory_order_release);
+        d.unlock_consumer();
+        // async_submit() waiters: their retry finds the queue closed and completes.
+        std::vector<std::function<void()>> retries;
+        {
+            std::lock_guard lk(d.space_mu);
+            retries.swap(d.async_space_waiters);
+        }
+        for (auto& r : retries) r();
+    }
+    asio::post(d.strand, [core = shared_from_this()] { core->impl_->wake_drain(); });
+}
+
+WriterStats WriterCore::stats() const noexcept
+{
+    auto& d = const_cast<Impl&>(*impl_);
+    WriterStats s;
+    // Consumer-side counters first: each counts records pushed before it, so the push
+    // count read afterwards is never smaller than what they add up to.
+    s.written = d.written.load(std::memory_order_acquire);
+    s.batches = d.batches.load(std::memory_order_relaxed);
+    s.bytes = d.bytes.load(std::memory_order_relaxed);
+    s.sanitized = d.sanitized.load(std::memory_order_relaxed);
+    s.unknown = d.unknown.load(std::memory_order_acquire);
+    s.dropped.malformed = d.malformed.load(std::memory_order_acquire);
+    s.dropped.write_error = d.write_error.load(std::memory_order_acquire);
+    s.dropped.shutdown = d.shutdown.load(std::memory_order_acquire);
+    s.dropped.unexpected = d.unexpected.load(std::memory_order_acquire);
+    s.dropped.oldest_evicted = d.evicted.load(std::memory_order_acquire);
+    s.dropped.queue_full = d.queue_full.load(std::memory_order_acquire);
+    s.dropped.closed = d.closed.load(std::memory_order_acquire);
+    std::uint64_t pushes = 0;
+    if (Impl::Guard g{d}) pushes = hooks_ ? hooks_->claimed() : 0;
+    else pushes = final_pushes_.load(std::memory_order_acquire);
+    const std::uint64_t resolved = s.written + s.unknown + s.dropped.total() -
+                                   s.dropped.queue_full - s.dropped.closed;
+    s.submitted = pushes + s.dropped.queue_full + s.dropped.closed;
+    s.pending = pushes > resolved ? pushes - resolved : 0;
+    return s;
+}
+
+void WriterCore::maybe_wake(std::uint8_t seen, std::uint64_t pos) noexcept
+{
+    if (seen == lingering) {
+        // Only a full batch cuts a linger short.
+        if (pos + 1 < impl_->linger_from.load(std::memory_order_relaxed) + opts_.batch_records)
+            return;
+    }
+    std::uint8_t expected = seen;
+    if (!wake_state_.compare_exchange_strong(expected, awake, std::memory_order_acq_rel)) return;
+    // One post per park, never one per record.
+    asio::post(impl_->strand, [core = shared_from_this()] { core->impl_->wake_drain(); });
+}
+
+void WriterCore::count_queue_full() noexcept
+{
+    impl_->queue_full.fetch_add(1, std::memory_order_acq_rel);
+}
+void WriterCore::count_closed() noexcept { impl_->closed.fetch_add(1, std::memory_order_acq_rel); }
+void WriterCore::count_evicted() noexcept { impl_->evicted.fetch_add(1, std::memory_order_acq_rel); }
+
+bool WriterCore::wait_for_space(clock::time_point deadline) noexcept
+{
+    Impl& d = *impl_;
+    const std::size_t cap = opts_.queue_capacity == 0 ? 1 : opts_.queue_capacity;
+    std::unique_lock lk(d.space_mu);
+    d.space_waiters.fetch_add(1, std::memory_order_seq_cst);
+    bool room = true;
+    while (!d.detaching.load(std::memory_order_seq_cst) && hooks_->queued() >= cap) {
+        if (d.space_cv.wait_until(lk, deadline) == std::cv_status::timeout) {
+            room = d.detaching.load() || hooks_->queued() < cap;
+            break;
+        }
+    }
+    d.space_waiters.fetch_sub(1, std::memory_order_seq_cst);
+    return room;
+}
+
+void WriterCore::add_space_waiter(std::function<void()> retry)
+{
+    Impl& d = *impl_;
+    {
+        std::lock_guard lk(d.space_mu);
+        if (!d.detaching.load()) {
+            d.async_space_waiters.push_back(std::move(retry));
+            d.space_waiters.fetch_add(1, std::memory_order_seq_cst);
+            // A pop may have happened before we registered: retry once more now.
+            if (!hooks_ || hooks_->queued() >= opts_.queue_capacity) return;
+            retry = std::move(d.async_space_waiters.back());
+            d.async_space_waiters.pop_back();
+            d.space_waiters.fetch_sub(1, std::memory_order_seq_cst);
+        }
+    }
+    asio::post(impl_->strand, std::move(retry));
+}
+
+void WriterCore::on_malformed(std::string_view what) noexcept { impl_->on_malformed(what); }
+void WriterCore::on_unexpected(Stage stage, std::string_view what) noexcept
+{
+    impl_->on_unexpected(stage, what);
+}
+std::error_code WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
+{
+    return impl_->append(path, lines);
+}
+
+void WriterCore::async_flush_impl(asio::any_completion_handler<void(error_code)> h)
+{
+    const State s = state();
+    if (s == State::inert || s == State::disabled || !hooks_) {
+        impl_->complete(std::move(h), error_code{});
+        return;
+    }
+    const std::uint64_t target = hooks_->claimed();
+    asio::post(impl_->strand, [core = shared_from_this(), target, h = std::move(h)]() mutable {
+        Impl& d = *core->impl_;
+        if (d.finished) {
+            d.complete(std::move(h), error_code{});
+            return;
+        }
+        d.flush_waiters.emplace_back(target, std::move(h));
+        d.yield_hop.store(true, std::memory_order_relaxed);
+        d.wake_drain();
+    });
+}
+
+void WriterCore::async_close_impl(
+    asio::any_completion_handler<void(error_code, CloseReport)> h)
+{
+    const State s = state();
+    if (s == State::inert || s == State::disabled) {
+        impl_->complete(std::move(h), error_code{}, CloseReport{stats(), true});
+        return;
+    }
+    asio::post(impl_->strand, [core = shared_from_this(), h = std::move(h)]() mutable {
+        core->impl_->on_close_request(std::move(h));
+    });
+}
+
+}  // namespace jsonlw::detail
