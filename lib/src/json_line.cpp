@@ -121,7 +121,19 @@ JsonLine& JsonLine::value(double d)
         throw MalformedRecord(fmt::format("non-finite number {} for key '{}'", what, last_key_));
     }
     separate();
+    const std::size_t at = out_->size();
     fmt::format_to(fmt::appender(*out_), "{}", d);
+    // Shortest round-trip, spelled as Python's repr(): an integral value keeps ".0", so a
+    // float stays a float for every reader (1000.0, not 1000; 1e+16 as is).
+    bool integral = true;
+    for (std::size_t i = at; i < out_->size(); ++i) {
+        const char c = (*out_)[i];
+        if (c == '.' || c == 'e') {
+            integral = false;
+            break;
+        }
+    }
+    if (integral) append(*out_, ".0");
     need_comma_ = true;
     return *this;
 }

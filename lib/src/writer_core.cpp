@@ -283,6 +283,11 @@ struct WriterCore::Impl {
 
     void finalize_io() noexcept
     {
+        if (Guard g{*this}) {
+            tally = Tally{};
+            self.hooks_->closing_io();
+            // An on_close() that failed costs no record (none is in flight): log only.
+        }
         log_queue_drops();
         if (self.opts_.durability != Durability::none) sync_now();
         appender.close_all();

@@ -18,8 +18,9 @@ using LineBuffer = fmt::memory_buffer;
 // Builds one JSON value — normally an object — at the end of a LineBuffer. Commas and colons
 // are placed for you: call key() before each member value, nothing between array elements.
 // Strings are escaped per RFC 8259; invalid UTF-8 is replaced by U+FFFD and sanitized()
-// becomes true (the record is kept). Doubles are written in shortest round-trip form; a
-// non-finite double throws MalformedRecord unless written with number_or_null().
+// becomes true (the record is kept). Doubles are written in shortest round-trip form,
+// spelled as Python's repr() (1000.0, 0.1, 1e+21: a double always reads back as a float);
+// a non-finite double throws MalformedRecord unless written with number_or_null().
 // Not thread-safe; lives for one record.
 class JsonLine {
 public:

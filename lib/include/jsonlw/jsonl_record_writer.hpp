@@ -135,6 +135,11 @@ protected:
     // A size estimate in bytes, used to cap a batch at batch_bytes (default 0: unknown).
     virtual std::size_t record_bytes(const Record&) const noexcept { return 0; }
 
+    // Called once on the I/O thread when async_close() has written every queued record,
+    // before the final fsync and before files are closed: write trailers or sidecars here.
+    // Not called when close runs out of time. Exceptions are logged as unexpected.
+    virtual void on_close() {}
+
     // Serializes a group with the shared malformed accounting. The result stays valid until
     // the next call. I/O thread only.
     Lines serialize_batch(std::span<const Record> group)
@@ -319,6 +324,16 @@ private:
             core_->on_unexpected(detail::Stage::write, "unknown exception");
         }
         staging_.clear();
+    }
+    void closing_io() noexcept override
+    {
+        try {
+            on_close();
+        } catch (const std::exception& e) {
+            core_->on_unexpected(detail::Stage::write, e.what());
+        } catch (...) {
+            core_->on_unexpected(detail::Stage::write, "unknown exception");
+        }
     }
     std::size_t discard_queued() noexcept override
     {

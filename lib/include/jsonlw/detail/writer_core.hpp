@@ -31,6 +31,8 @@ public:
     virtual std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept = 0;
     // I/O thread: write_batch() over the staging batch, exceptions contained; then clear it.
     virtual void write_staged() noexcept = 0;
+    // I/O thread, once, when close has written everything queued (before the final fsync).
+    virtual void closing_io() noexcept = 0;
     // Pops and destroys every queued record; returns how many.
     virtual std::size_t discard_queued() noexcept = 0;
     virtual std::uint64_t claimed() const noexcept = 0;
