@@ -141,13 +141,43 @@ protected:
     virtual void on_close() {}
 
     // Serializes a group with the shared malformed accounting. The result stays valid until
-    // the next call. I/O thread only.
+    // the next call. I/O thread only. The pointer form serves layouts that group records
+    // which are not adjacent in the batch (a file per kind, say).
     Lines serialize_batch(std::span<const Record> group)
+    {
+        return serialize_each(group, [](const Record& r) -> const Record& { return r; });
+    }
+    Lines serialize_batch(std::span<const Record* const> group)
+    {
+        return serialize_each(group, [](const Record* r) -> const Record& { return *r; });
+    }
+
+    // Appends complete lines to `path` (created with its parents; descriptor kept open, one
+    // write per call, fsync per durability). Counts them as written, or as write_error with a
+    // rate-limited warning. I/O thread only.
+    std::error_code append(const std::filesystem::path& path, const Lines& lines) noexcept
+    {
+        return core_->append(path, lines);
+    }
+
+    // Stops the writer for good: intake closed, the running batch waited for, the queue
+    // discarded (counted as shutdown). Subclasses with state call it in their destructor.
+    void shutdown() noexcept
+    {
+        if (core_) core_->shutdown();
+    }
+
+private:
+    using Ring = detail::BoundedRing<Record>;
+
+    template <class Range, class Deref>
+    Lines serialize_each(const Range& group, Deref deref)
     {
         LineBuffer& buf = core_->line_buffer();
         buf.clear();
         Lines out;
-        for (const Record& rec : group) {
+        for (const auto& item : group) {
+            const Record& rec = deref(item);
             JsonLine line(buf);
             try {
                 serialize(rec, line);
@@ -170,24 +200,6 @@ protected:
         out.bytes = {buf.data(), buf.size()};
         return out;
     }
-
-    // Appends complete lines to `path` (created with its parents; descriptor kept open, one
-    // write per call, fsync per durability). Counts them as written, or as write_error with a
-    // rate-limited warning. I/O thread only.
-    std::error_code append(const std::filesystem::path& path, const Lines& lines) noexcept
-    {
-        return core_->append(path, lines);
-    }
-
-    // Stops the writer for good: intake closed, the running batch waited for, the queue
-    // discarded (counted as shutdown). Subclasses with state call it in their destructor.
-    void shutdown() noexcept
-    {
-        if (core_) core_->shutdown();
-    }
-
-private:
-    using Ring = detail::BoundedRing<Record>;
 
     SubmitResult refused() noexcept
     {

@@ -12,6 +12,7 @@
 #include <jsonlw/overflow.hpp>
 #include <jsonlw/raw_json_writer.hpp>
 #include <jsonlw/submit_result.hpp>
+#include <jsonlw/utc_time.hpp>
 #include <jsonlw/version.hpp>
 #include <jsonlw/writer_options.hpp>
 #include <jsonlw/writer_stats.hpp>
