@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <iterator>
+#include <thread>
 
 namespace jsonlw::detail {
 namespace {
@@ -37,7 +40,7 @@ void FileAppender::close_all() noexcept
 }
 
 FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path,
-                                               std::error_code& ec)
+                                               std::error_code& ec, std::uint64_t& size)
 {
     const std::string& key = path.native();
     for (File& f : files_) {
@@ -47,6 +50,7 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
         struct stat st {};
         if (io_->fstat(f.fd, &st) == 0 && st.st_nlink > 0) {
             f.last_use = ++clock_;
+            size = static_cast<std::uint64_t>(st.st_size);
             return &f;
         }
         drop(f);
@@ -64,10 +68,17 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
         // An error here shows up as the open's errno (ENOTDIR, ENOENT, ...), which is the
         // more useful message.
     }
-    int fd;
-    do {
-        fd = io_->open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    } while (fd < 0 && errno == EINTR);
+    int fd = -1;
+    static constexpr std::chrono::milliseconds eexist_backoff[] = {
+        std::chrono::milliseconds(50), std::chrono::milliseconds(250), std::chrono::seconds(1)};
+    for (std::size_t attempt = 0;; ++attempt) {
+        do {
+            fd = io_->open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        } while (fd < 0 && errno == EINTR);
+        if (fd >= 0 || errno != EEXIST || attempt == std::size(eexist_backoff)) break;
+        // On the I/O thread: a pause here delays this writer's batches only.
+        std::this_thread::sleep_for(eexist_backoff[attempt]);
+    }
     if (fd < 0) {
         ec = last_error();
         return nullptr;
@@ -77,7 +88,9 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
     f.fd = fd;
     f.last_use = ++clock_;
     struct stat st {};
+    size = 0;
     if (io_->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        size = static_cast<std::uint64_t>(st.st_size);
         char last = '\n';
         if (io_->pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') f.needs_newline = true;
     }
@@ -85,31 +98,38 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
     return &files_.back();
 }
 
-std::error_code FileAppender::append(const std::filesystem::path& path, std::string_view bytes,
-                                     bool sync)
+AppendResult FileAppender::append(const std::filesystem::path& path, std::string_view bytes,
+                                  bool sync)
 {
-    std::error_code ec;
-    File* f = find_or_open(path, ec);
-    if (!f) return ec;
+    AppendResult r;
+    std::uint64_t size = 0;
+    File* f = find_or_open(path, r.ec, size);
+    if (!f) return r;
+    r.attempted = true;
     static const char newline = '\n';
     iovec iov[2];
     int n = 0;
-    if (f->needs_newline) iov[n++] = {const_cast<char*>(&newline), 1};
+    const std::size_t lead = f->needs_newline ? 1 : 0;
+    if (lead) iov[n++] = {const_cast<char*>(&newline), 1};
     iov[n++] = {const_cast<char*>(bytes.data()), bytes.size()};
-    std::size_t left = (n == 2 ? 1 : 0) + bytes.size();
+    r.offset = size + lead;
+    r.isolated_fragment = lead != 0;
+    std::size_t done = 0;
+    const std::size_t total = lead + bytes.size();
     iovec* cur = iov;
-    while (left > 0) {
+    while (done < total) {
         const ssize_t w = io_->writev(f->fd, cur, static_cast<int>(iov + n - cur));
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
-            ec = w < 0 ? last_error() : std::make_error_code(std::errc::io_error);
+            r.ec = w < 0 ? last_error() : std::make_error_code(std::errc::io_error);
+            r.landed = done > lead ? done - lead : 0;
             // Part of a line may have landed: the reopened file's last byte decides the
             // '\n' then. Reopening also picks up a fault that cleared.
             drop(*f);
-            return ec;
+            return r;
         }
         auto adv = static_cast<std::size_t>(w);
-        left -= adv;
+        done += adv;
         while (adv > 0 && adv >= cur->iov_len) {
             adv -= cur->iov_len;
             ++cur;
@@ -119,20 +139,21 @@ std::error_code FileAppender::append(const std::filesystem::path& path, std::str
             cur->iov_len -= adv;
         }
     }
+    r.landed = bytes.size();
     f->needs_newline = false;
     f->unsynced = true;
     if (sync) {
-        int r;
-        do r = io_->fsync(f->fd);
-        while (r < 0 && errno == EINTR);
-        if (r < 0) {
-            ec = last_error();
+        int rc;
+        do rc = io_->fsync(f->fd);
+        while (rc < 0 && errno == EINTR);
+        if (rc < 0) {
+            r.ec = last_error();
             drop(*f);
-            return ec;
+            return r;
         }
         f->unsynced = false;
     }
-    return ec;
+    return r;
 }
 
 std::error_code FileAppender::sync_all()

@@ -1,6 +1,7 @@
 // FileAppender: appends whole lines to files kept open, through the FileIo seam.
 #pragma once
 
+#include <jsonlw/append_result.hpp>
 #include <jsonlw/file_io.hpp>
 
 #include <chrono>
@@ -27,8 +28,10 @@ public:
     FileAppender& operator=(const FileAppender&) = delete;
 
     // One writev of `bytes` (plus a leading '\n' when needed), retried on EINTR and short
-    // writes; then fsync when `sync`. Creates missing parent directories.
-    std::error_code append(const std::filesystem::path& path, std::string_view bytes, bool sync);
+    // writes; then fsync when `sync`. Creates missing parent directories. An open failing
+    // with EEXIST (network filesystems racing to create a file) is retried after 50 ms,
+    // 250 ms and 1 s.
+    AppendResult append(const std::filesystem::path& path, std::string_view bytes, bool sync);
     // fsync every open descriptor written since the last sync; the first error is returned.
     std::error_code sync_all();
     void close_all() noexcept;
@@ -42,7 +45,8 @@ private:
         bool unsynced = false;
         std::uint64_t last_use = 0;
     };
-    File* find_or_open(const std::filesystem::path& path, std::error_code& ec);
+    File* find_or_open(const std::filesystem::path& path, std::error_code& ec,
+                       std::uint64_t& size);
     void drop(File& f) noexcept;
 
     std::shared_ptr<FileIo> io_;

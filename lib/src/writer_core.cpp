@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
@@ -63,11 +64,11 @@ constexpr int batches_per_hop = 16;
 struct WriterCore::Impl {
     // What one batch's serialize_batch()/append() calls resolved (I/O thread).
     struct Tally {
-        std::uint64_t written = 0, malformed = 0, unexpected = 0, write_error = 0;
+        std::uint64_t written = 0, malformed = 0, unexpected = 0, write_error = 0, unknown = 0;
         std::uint64_t sanitized = 0, bytes = 0, batches = 0;
         std::uint64_t resolved() const noexcept
         {
-            return written + malformed + unexpected + write_error;
+            return written + malformed + unexpected + write_error + unknown;
         }
     };
 
@@ -186,8 +187,8 @@ struct WriterCore::Impl {
             log(LogLevel::error,
                 fmt::format("write_batch() accounted {} {} records for a batch of {}",
                             resolved, self.opts_.subject, n));
-            for (std::uint64_t* c :
-                 {&tally.written, &tally.write_error, &tally.malformed, &tally.unexpected}) {
+            for (std::uint64_t* c : {&tally.written, &tally.write_error, &tally.unknown,
+                                     &tally.malformed, &tally.unexpected}) {
                 const std::uint64_t take = std::min(*c, excess);
                 *c -= take;
                 excess -= take;
@@ -197,31 +198,37 @@ struct WriterCore::Impl {
         malformed.fetch_add(tally.malformed, std::memory_order_release);
         unexpected.fetch_add(tally.unexpected, std::memory_order_release);
         write_error.fetch_add(tally.write_error, std::memory_order_release);
+        unknown.fetch_add(tally.unknown, std::memory_order_release);
         sanitized.fetch_add(tally.sanitized, std::memory_order_relaxed);
         bytes.fetch_add(tally.bytes, std::memory_order_relaxed);
         batches.fetch_add(tally.batches, std::memory_order_relaxed);
         inflight.store(0, std::memory_order_release);
     }
 
-    std::error_code append(const std::filesystem::path& path, const Lines& lines) noexcept
+    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept
     {
         if (lines.records == 0 && lines.bytes.empty()) return {};
-        std::error_code ec;
+        AppendResult r;
         try {
-            ec = appender.append(path, lines.bytes,
-                                 self.opts_.durability == Durability::fsync_batch);
+            r = appender.append(path, lines.bytes,
+                                self.opts_.durability == Durability::fsync_batch);
         } catch (const std::exception& e) {
             tally.write_error += lines.records;
             on_unexpected(Stage::write, e.what());
-            return std::make_error_code(std::errc::io_error);
+            r.ec = std::make_error_code(std::errc::io_error);
+            return r;
         }
-        if (ec) {
-            tally.write_error += lines.records;
+        if (r.ec) {
+            // Lines any of whose bytes landed may be in the file (or torn): unknown. The
+            // rest never reached it: write_error.
+            const std::uint64_t touched = lines_touched(lines.bytes, r.landed);
+            tally.unknown += std::min<std::uint64_t>(touched, lines.records);
+            tally.write_error += lines.records - std::min<std::uint64_t>(touched, lines.records);
             if (log_worthy(++write_failures))
                 log(LogLevel::warning, fmt::format("Failed to write {} JSONL: {} ({})",
-                                                   self.opts_.subject, ec.message(),
+                                                   self.opts_.subject, r.ec.message(),
                                                    path.native()));
-            return ec;
+            return r;
         }
         tally.written += lines.records;
         tally.sanitized += lines.sanitized;
@@ -231,7 +238,16 @@ struct WriterCore::Impl {
             unsynced = true;
             if (last_sync == clock::time_point{}) last_sync = clock::now();
         }
-        return {};
+        return r;
+    }
+
+    static std::uint64_t lines_touched(std::string_view bytes, std::uint64_t landed) noexcept
+    {
+        if (landed == 0) return 0;
+        const std::string_view head = bytes.substr(0, static_cast<std::size_t>(landed));
+        std::uint64_t n = static_cast<std::uint64_t>(std::count(head.begin(), head.end(), '\n'));
+        if (head.back() != '\n') ++n;  // a line cut short
+        return n;
     }
 
     void sync_now() noexcept
@@ -670,7 +686,7 @@ void WriterCore::on_unexpected(Stage stage, std::string_view what) noexcept
 {
     impl_->on_unexpected(stage, what);
 }
-std::error_code WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
+AppendResult WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
     return impl_->append(path, lines);
 }

@@ -10,6 +10,7 @@
 // members calls shutdown() first thing in its destructor.
 #pragma once
 
+#include <jsonlw/append_result.hpp>
 #include <jsonlw/detail/bounded_ring.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/json_line.hpp>
@@ -153,9 +154,10 @@ protected:
     }
 
     // Appends complete lines to `path` (created with its parents; descriptor kept open, one
-    // write per call, fsync per durability). Counts them as written, or as write_error with a
-    // rate-limited warning. I/O thread only.
-    std::error_code append(const std::filesystem::path& path, const Lines& lines) noexcept
+    // write per call, fsync per durability). Counts them as written; on failure, lines whose
+    // bytes partly landed as unknown and the rest as write_error, with a rate-limited
+    // warning. I/O thread only.
+    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept
     {
         return core_->append(path, lines);
     }

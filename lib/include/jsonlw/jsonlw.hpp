@@ -1,6 +1,7 @@
 // The umbrella header: everything a program embedding jsonlw needs.
 #pragma once
 
+#include <jsonlw/append_result.hpp>
 #include <jsonlw/durability.hpp>
 #include <jsonlw/error.hpp>
 #include <jsonlw/file_io.hpp>

@@ -31,7 +31,8 @@ struct WriterStats {
     std::uint64_t batches = 0;    // successful appends
     std::uint64_t bytes = 0;      // bytes appended successfully
     std::uint64_t sanitized = 0;  // written records whose invalid UTF-8 was replaced by U+FFFD
-    std::uint64_t unknown = 0;    // in an append still running when close() gave up on it
+    std::uint64_t unknown = 0;    // may or may not be in the file: in an append that failed
+                                  // part-way, or still running when close() gave up on it
     std::uint64_t pending = 0;    // queued or being written
     DropCounts dropped;
 

@@ -2,6 +2,7 @@
 // counters, logs, the drain coroutine, the I/O thread, file appends, flush and close.
 #pragma once
 
+#include <jsonlw/append_result.hpp>
 #include <jsonlw/error.hpp>
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/lines.hpp>
@@ -93,7 +94,7 @@ public:
     LineBuffer& line_buffer() noexcept { return line_buffer_; }
     void on_malformed(std::string_view what) noexcept;
     void on_unexpected(Stage stage, std::string_view what) noexcept;
-    std::error_code append(const std::filesystem::path& path, const Lines& lines) noexcept;
+    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
 
     // --- async operations (any thread); completion on the handler's associated executor ---
     void async_flush_impl(boost::asio::any_completion_handler<void(error_code)> h);
