@@ -719,6 +719,12 @@ void WriterCore::async_close_impl(
         impl_->complete(std::move(h), error_code{}, CloseReport{stats(), true});
         return;
     }
+    // Intake stops now, on the caller's thread: a submit() after async_close() returned is
+    // refused (and counted), whenever the strand gets to the rest.
+    if (s == State::created || s == State::running) {
+        state_.store(State::closed, std::memory_order_release);
+        if (hooks_) hooks_->close_intake();
+    }
     asio::post(impl_->strand, [core = shared_from_this(), h = std::move(h)]() mutable {
         core->impl_->on_close_request(std::move(h));
     });
