@@ -1,0 +1,133 @@
+// The perf-metrics record a serving process submits (TensorRT-LLM's internal record, §2.1 of
+// the reference) and how it becomes one JSON line (its JSONL shapes, §2.2–2.3).
+//
+// Times are steady-clock seconds (monotonic, arbitrary origin — not wall time) unless a field
+// says milliseconds. std::nullopt means "not measured"; so does a timestamp <= 0, which
+// TensorRT-LLM uses for "unset". An unknown time is never written as 0: an optional key is
+// left out, a required key is written as null.
+#pragma once
+
+#include <jsonlw/json_line.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jsonlw {
+
+// The request's lifecycle stamps on one server (seconds).
+struct TimingMetrics {
+    std::optional<double> arrival_time;             // executor enqueue; required: null if unknown
+    std::optional<double> first_scheduled_time;     // first scheduled for a forward pass
+    std::optional<double> first_token_time;         // first token produced
+    std::optional<double> last_token_time;          // last token; required: null if unknown
+    std::optional<double> server_arrival_time;      // HTTP arrival at this server
+    std::optional<double> server_first_token_time;  // first token sent by this server
+    std::optional<std::int64_t> kv_cache_size;      // written only when > 0
+    std::optional<double> kv_cache_transfer_start;  // disagg gen: KV transfer began
+    std::optional<double> kv_cache_transfer_end;    // disagg gen: KV transfer ended
+};
+
+struct KvCacheMetrics {
+    std::int64_t num_total_allocated_blocks = 0;
+    std::int64_t num_new_allocated_blocks = 0;
+    std::int64_t num_reused_blocks = 0;
+    std::int64_t num_missed_blocks = 0;
+    // Carried for callers that compute it; never written (TensorRT-LLM strips it).
+    std::optional<double> kv_cache_hit_rate;
+};
+
+// Written only when total_draft_tokens > 0 (acceptance_rate is 0/0 otherwise).
+struct SpeculativeDecoding {
+    double acceptance_rate = 0;
+    std::int64_t total_accepted_draft_tokens = 0;
+    std::int64_t total_draft_tokens = 0;
+};
+
+// One decode step or one context chunk. Every field is optional: unknown ones are left out.
+// The chunk/step stamps may sit on a different steady-clock base than TimingMetrics.
+struct StepMetrics {
+    std::optional<std::int64_t> iter;           // decoding iteration (steps)
+    std::optional<double> forward_start_time;   // s
+    std::optional<double> forward_end_time;     // s
+    std::optional<double> sample_start_time;    // s
+    std::optional<double> sample_end_time;      // s
+    std::optional<double> gpu_forward_time;     // ms (CUDA-event delta); written when >= 0
+    std::optional<double> gpu_sample_time;      // ms; written when >= 0
+    std::optional<double> token_time;           // s
+    std::optional<double> scheduled_time;       // s, legacy admission stamp
+    std::optional<double> prev_batch_token_time;  // s
+    // Extended counters (TensorRT-LLM writes them under TRTLLM_PERF_TIME_EVENTS_PATH).
+    std::optional<std::int64_t> iter_counter;
+    std::optional<std::int64_t> iter_batch_size;
+    std::optional<std::int64_t> num_ctx_requests;
+    std::optional<std::int64_t> num_gen_requests;
+    std::optional<std::int64_t> context_token_number;
+    std::optional<std::int64_t> generation_token_number;
+    std::optional<std::int64_t> req_context_token_number;     // chunks
+    std::optional<std::int64_t> req_generation_token_number;  // steps: 1 + draft length
+    std::optional<std::int64_t> num_capacity_fitting;
+    std::optional<std::int64_t> num_scheduled;
+};
+
+struct TimeBreakdownMetrics {
+    std::vector<StepMetrics> step_metrics;       // left out when empty
+    std::vector<StepMetrics> ctx_chunk_metrics;  // left out when empty
+    std::optional<double> ctx_gpu_forward_time;  // ms, sum over chunks; written when >= 0
+    std::optional<double> ctx_gpu_sample_time;   // ms, sum over chunks; written when >= 0
+};
+
+// One worker phase: `server` (a worker's own record) or `ctx` / `gen` (the disagg server's).
+struct PhaseRecord {
+    std::optional<std::int64_t> first_iter;
+    std::optional<std::int64_t> last_iter;
+    TimingMetrics timing_metrics;
+    std::optional<KvCacheMetrics> kv_cache_metrics;
+    std::optional<SpeculativeDecoding> speculative_decoding;
+    std::optional<TimeBreakdownMetrics> time_breakdown_metrics;
+    // ctx/gen phases: the worker's own ids (request_id defaults to the record's).
+    std::optional<std::string> request_id;
+    std::optional<std::string> ctx_request_id;
+};
+
+// The disaggregated server's own phase.
+struct DisaggPhase {
+    std::string ctx_server;  // as routed, e.g. "http://ctx0:8001"; required (non-empty)
+    std::string gen_server;  // required (non-empty)
+    struct Timing {
+        std::optional<double> arrival_time;             // not written (response headers only)
+        std::optional<double> last_token_time;          // not written (response headers only)
+        std::optional<double> server_arrival_time;      // -> disagg_server_arrival_time
+        std::optional<double> ctx_dispatch_time;        // -> disagg_ctx_dispatch_time
+        std::optional<double> server_first_token_time;  // -> disagg_server_first_token_time
+    } timing_metrics;
+};
+
+// What the serving process submits once per finished request. Without `disagg` it becomes a
+// worker line (built from `server`, which is then required); with `disagg` a disagg-server
+// line (from `disagg`, `ctx`, `gen`). Ids are strings; one made only of digits that fits in
+// 64 bits unsigned is written as a JSON integer, as TensorRT-LLM's int() coercion does.
+struct PerfMetricsRecord {
+    std::string request_id;
+    std::string status = "complete";
+    std::optional<PhaseRecord> server;
+    std::optional<DisaggPhase> disagg;
+    std::optional<PhaseRecord> ctx;
+    std::optional<PhaseRecord> gen;
+    std::optional<std::string> ctx_request_id;     // worker line (a disagg worker's ctx id)
+    std::optional<std::string> disagg_request_id;
+};
+
+// Writes `rec` as one JSON line (no newline) into `line`. Throws MalformedRecord when the
+// record cannot be written: no `server` phase on a worker record (what(): "'server'", as
+// Python's KeyError prints), a disagg phase without ctx_server/gen_server, or a non-finite
+// number in a field that would be written (what() names the field). Thread-safe (no state).
+void serialize_perf_metrics(const PerfMetricsRecord& rec, JsonLine& line);
+
+// An id as the line spells it: a JSON integer for a string of digits that fits in uint64,
+// a JSON string otherwise.
+void write_coerced_id(JsonLine& line, std::string_view id);
+
+}  // namespace jsonlw

@@ -1,0 +1,72 @@
+// PerfMetricsWriter: per-request performance metrics as JSON Lines, the C++ counterpart of
+// TensorRT-LLM's PerfMetricsJsonlWriter. A configuration of JsonlRecordWriter: the base owns
+// the queue, batching, I/O thread, accounting and logs; this class fixes the constants and
+// says how a PerfMetricsRecord becomes a line (serialize_perf_metrics()).
+//
+// Files: <directory>/perf_metrics-<kind>-<hostname>-<pid>-<YYYYMMDDTHHMMSSZ>.jsonl, one per
+// writer lifetime (the time is taken at start()). Log subject "performance metrics", e.g.
+// "Dropped malformed performance metrics record: 'server'".
+//
+// Thread-safety and lifetime: as JsonlRecordWriter (submit() from any thread, never blocks;
+// destroy the writer before the execution context of its executor).
+#pragma once
+
+#include <jsonlw/durability.hpp>
+#include <jsonlw/file_io.hpp>
+#include <jsonlw/jsonl_record_writer.hpp>
+#include <jsonlw/log.hpp>
+#include <jsonlw/perf_metrics_record.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace jsonlw {
+
+// What an embedder may set besides the directory and kind (the rest is fixed, see below).
+struct PerfMetricsOptions {
+    // Log sink (default: stderr).
+    LogSink log{};
+    // When appended bytes are fsync'ed (default none, as TensorRT-LLM's writer).
+    Durability durability = Durability::none;
+    // Where serialization and appends run (default: a thread the writer owns).
+    std::optional<boost::asio::any_io_executor> io_executor{};
+    // System-call seam for appends (default: POSIX); tests inject faults through it.
+    std::shared_ptr<FileIo> file_io{};
+};
+
+class PerfMetricsWriter final : public JsonlRecordWriter<PerfMetricsRecord> {
+public:
+    // TensorRT-LLM's constants: past 1024 queued records submit() drops the newest.
+    static constexpr std::size_t queue_capacity = 1024;
+    static constexpr std::size_t batch_records = 64;
+    static constexpr std::chrono::milliseconds shutdown_timeout{5000};
+    static constexpr const char* subject = "performance metrics";
+
+    // `directory` empty: the writer is inert. `kind` names the file ("server" for workers,
+    // "disagg" for the disaggregated server); it must be non-empty and made of
+    // [A-Za-z0-9._-] (std::invalid_argument otherwise: it becomes part of a file name).
+    PerfMetricsWriter(boost::asio::any_io_executor ex, std::filesystem::path directory,
+                      std::string kind, PerfMetricsOptions extra = {});
+    ~PerfMetricsWriter() override;
+
+    const std::string& kind() const noexcept { return kind_; }
+
+    // The WriterOptions this writer runs with (exposed for tests and tools).
+    static WriterOptions writer_options(std::filesystem::path directory, const std::string& kind,
+                                        PerfMetricsOptions extra);
+
+protected:
+    void serialize(const PerfMetricsRecord& rec, JsonLine& line) override;
+    std::size_t record_bytes(const PerfMetricsRecord& rec) const noexcept override;
+
+private:
+    std::string kind_;
+};
+
+}  // namespace jsonlw

@@ -1,0 +1,270 @@
+// The perf-metrics line shapes: TensorRT-LLM's _jsonl_record() rules (reference §2.3, with
+// the newer KV-stamp rule) plus jsonlw's rule for unknown times (left out, or null where the
+// key is required; never 0, which time_breakdown.py would read as a real stamp).
+#include <jsonlw/perf_metrics_record.hpp>
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+
+namespace jsonlw {
+namespace {
+
+// Where a value sits in the submitted record, spelled only when it is reported.
+struct Where {
+    std::string_view phase;    // "server", "ctx", "gen", "disagg"
+    std::string_view section;  // "timing_metrics", "time_breakdown_metrics.step_metrics", ...
+    std::optional<std::size_t> index{};
+};
+
+[[noreturn]] void non_finite(double v, const Where& w, std::string_view key)
+{
+    const std::string_view spelled = std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity");
+    if (w.index)
+        throw MalformedRecord(fmt::format("non-finite number {} in phases.{}.{}[{}].{}", spelled,
+                                          w.phase, w.section, *w.index, key));
+    throw MalformedRecord(
+        fmt::format("non-finite number {} in phases.{}.{}.{}", spelled, w.phase, w.section, key));
+}
+
+double finite(double v, const Where& w, std::string_view key)
+{
+    if (!std::isfinite(v)) [[unlikely]]
+        non_finite(v, w, key);
+    return v;
+}
+
+// An optional timestamp: written only when known (> 0).
+void optional_stamp(JsonLine& line, const Where& w, std::string_view key,
+                    const std::optional<double>& v)
+{
+    if (v && finite(*v, w, key) > 0) line.key(key).value(*v);
+}
+
+// A required timestamp: the key is always there, null when unknown. `field` names it in the
+// submitted record when the line renames it.
+void required_stamp(JsonLine& line, const Where& w, std::string_view key,
+                    const std::optional<double>& v, std::string_view field = {})
+{
+    line.key(key);
+    if (v && finite(*v, w, field.empty() ? key : field) > 0) line.value(*v);
+    else line.null();
+}
+
+// An optional duration (ms): written when known (>= 0; a zero duration is a measurement).
+void optional_duration(JsonLine& line, const Where& w, std::string_view key,
+                       const std::optional<double>& v)
+{
+    if (v && finite(*v, w, key) >= 0) line.key(key).value(*v);
+}
+
+void optional_int(JsonLine& line, std::string_view key, const std::optional<std::int64_t>& v)
+{
+    if (v) line.key(key).value(*v);
+}
+
+// Worker timing_metrics in schema order (the aggregated / worker line).
+void worker_timing(JsonLine& line, const Where& w, const TimingMetrics& t)
+{
+    line.key("timing_metrics").begin_object();
+    required_stamp(line, w, "arrival_time", t.arrival_time);
+    optional_stamp(line, w, "first_scheduled_time", t.first_scheduled_time);
+    optional_stamp(line, w, "first_token_time", t.first_token_time);
+    required_stamp(line, w, "last_token_time", t.last_token_time);
+    optional_stamp(line, w, "server_arrival_time", t.server_arrival_time);
+    optional_stamp(line, w, "server_first_token_time", t.server_first_token_time);
+    if (t.kv_cache_size && *t.kv_cache_size > 0) line.key("kv_cache_size").value(*t.kv_cache_size);
+    // Newer rule: the transfer stamps do not depend on kv_cache_size (header-derived records
+    // never carry it); they go only when unknown.
+    optional_stamp(line, w, "kv_cache_transfer_start", t.kv_cache_transfer_start);
+    optional_stamp(line, w, "kv_cache_transfer_end", t.kv_cache_transfer_end);
+    line.end_object();
+}
+
+// ctx/gen timing_metrics in the order the disagg server rebuilds them (lifecycle order).
+void disagg_worker_timing(JsonLine& line, const Where& w, const TimingMetrics& t)
+{
+    line.key("timing_metrics").begin_object();
+    optional_stamp(line, w, "server_arrival_time", t.server_arrival_time);
+    required_stamp(line, w, "arrival_time", t.arrival_time);
+    if (t.kv_cache_size && *t.kv_cache_size > 0) line.key("kv_cache_size").value(*t.kv_cache_size);
+    optional_stamp(line, w, "kv_cache_transfer_start", t.kv_cache_transfer_start);
+    optional_stamp(line, w, "kv_cache_transfer_end", t.kv_cache_transfer_end);
+    optional_stamp(line, w, "first_scheduled_time", t.first_scheduled_time);
+    optional_stamp(line, w, "first_token_time", t.first_token_time);
+    required_stamp(line, w, "last_token_time", t.last_token_time);
+    optional_stamp(line, w, "server_first_token_time", t.server_first_token_time);
+    line.end_object();
+}
+
+void step(JsonLine& line, const Where& w, const StepMetrics& s)
+{
+    line.begin_object();
+    optional_int(line, "iter", s.iter);
+    optional_stamp(line, w, "forward_start_time", s.forward_start_time);
+    optional_stamp(line, w, "forward_end_time", s.forward_end_time);
+    optional_stamp(line, w, "sample_start_time", s.sample_start_time);
+    optional_stamp(line, w, "sample_end_time", s.sample_end_time);
+    optional_duration(line, w, "gpu_forward_time", s.gpu_forward_time);
+    optional_duration(line, w, "gpu_sample_time", s.gpu_sample_time);
+    optional_stamp(line, w, "token_time", s.token_time);
+    optional_stamp(line, w, "scheduled_time", s.scheduled_time);
+    optional_stamp(line, w, "prev_batch_token_time", s.prev_batch_token_time);
+    optional_int(line, "iter_counter", s.iter_counter);
+    optional_int(line, "iter_batch_size", s.iter_batch_size);
+    optional_int(line, "num_ctx_requests", s.num_ctx_requests);
+    optional_int(line, "num_gen_requests", s.num_gen_requests);
+    optional_int(line, "context_token_number", s.context_token_number);
+    optional_int(line, "generation_token_number", s.generation_token_number);
+    optional_int(line, "req_context_token_number", s.req_context_token_number);
+    optional_int(line, "req_generation_token_number", s.req_generation_token_number);
+    optional_int(line, "num_capacity_fitting", s.num_capacity_fitting);
+    optional_int(line, "num_scheduled", s.num_scheduled);
+    line.end_object();
+}
+
+void steps(JsonLine& line, std::string_view phase, std::string_view key,
+           const std::vector<StepMetrics>& list)
+{
+    if (list.empty()) return;
+    const std::string_view section = key == "step_metrics"
+                                         ? "time_breakdown_metrics.step_metrics"
+                                         : "time_breakdown_metrics.ctx_chunk_metrics";
+    line.key(key).begin_array();
+    for (std::size_t i = 0; i < list.size(); ++i) step(line, Where{phase, section, i}, list[i]);
+    line.end_array();
+}
+
+void time_breakdown(JsonLine& line, std::string_view phase, const TimeBreakdownMetrics& tb)
+{
+    const Where w{phase, "time_breakdown_metrics"};
+    line.key("time_breakdown_metrics").begin_object();
+    steps(line, phase, "ctx_chunk_metrics", tb.ctx_chunk_metrics);
+    steps(line, phase, "step_metrics", tb.step_metrics);
+    optional_duration(line, w, "ctx_gpu_forward_time", tb.ctx_gpu_forward_time);
+    optional_duration(line, w, "ctx_gpu_sample_time", tb.ctx_gpu_sample_time);
+    line.end_object();
+}
+
+enum class TimingOrder { worker, disagg };
+
+// WorkerPerfMetrics: request_id, perf_metrics, ctx_request_id?, time_breakdown_metrics?.
+void worker_metrics(JsonLine& line, std::string_view phase, const PhaseRecord& p,
+                    std::string_view request_id, const std::optional<std::string>& ctx_request_id,
+                    TimingOrder order)
+{
+    line.key("request_id");
+    write_coerced_id(line, request_id);
+
+    line.key("perf_metrics").begin_object();
+    const Where timing{phase, "timing_metrics"};
+    if (order == TimingOrder::worker) worker_timing(line, timing, p.timing_metrics);
+    else disagg_worker_timing(line, timing, p.timing_metrics);
+    optional_int(line, "first_iter", p.first_iter);
+    optional_int(line, "last_iter", p.last_iter);
+    if (const auto& kv = p.kv_cache_metrics) {
+        line.key("kv_cache_metrics").begin_object();
+        line.field("num_total_allocated_blocks", kv->num_total_allocated_blocks);
+        line.field("num_new_allocated_blocks", kv->num_new_allocated_blocks);
+        line.field("num_reused_blocks", kv->num_reused_blocks);
+        line.field("num_missed_blocks", kv->num_missed_blocks);
+        line.end_object();
+    }
+    if (const auto& spec = p.speculative_decoding; spec && spec->total_draft_tokens > 0) {
+        const Where w{phase, "speculative_decoding"};
+        line.key("speculative_decoding").begin_object();
+        line.field("acceptance_rate", finite(spec->acceptance_rate, w, "acceptance_rate"));
+        line.field("total_accepted_draft_tokens", spec->total_accepted_draft_tokens);
+        line.field("total_draft_tokens", spec->total_draft_tokens);
+        line.end_object();
+    }
+    line.end_object();
+
+    if (ctx_request_id) {
+        line.key("ctx_request_id");
+        write_coerced_id(line, *ctx_request_id);
+    }
+    if (p.time_breakdown_metrics) time_breakdown(line, phase, *p.time_breakdown_metrics);
+}
+
+void worker_line(const PerfMetricsRecord& rec, JsonLine& line)
+{
+    if (!rec.server) throw MalformedRecord("'server'");
+    const PhaseRecord& p = *rec.server;
+    line.begin_object();
+    worker_metrics(line, "server", p, rec.request_id,
+                   rec.ctx_request_id ? rec.ctx_request_id : p.ctx_request_id,
+                   TimingOrder::worker);
+    line.field("status", rec.status);
+    if (rec.disagg_request_id) {
+        line.key("disagg_request_id");
+        write_coerced_id(line, *rec.disagg_request_id);
+    }
+    line.end_object();
+}
+
+void disagg_line(const PerfMetricsRecord& rec, JsonLine& line)
+{
+    const DisaggPhase& d = *rec.disagg;
+    if (d.ctx_server.empty()) throw MalformedRecord("'ctx_server'");
+    if (d.gen_server.empty()) throw MalformedRecord("'gen_server'");
+    const Where w{"disagg", "timing_metrics"};
+    const auto& t = d.timing_metrics;
+    line.begin_object();
+    line.field("ctx_server", d.ctx_server);
+    line.field("gen_server", d.gen_server);
+    required_stamp(line, w, "disagg_server_arrival_time", t.server_arrival_time,
+                   "server_arrival_time");
+    required_stamp(line, w, "disagg_ctx_dispatch_time", t.ctx_dispatch_time, "ctx_dispatch_time");
+    required_stamp(line, w, "disagg_server_first_token_time", t.server_first_token_time,
+                   "server_first_token_time");
+    line.field("status", rec.status);
+    if (rec.disagg_request_id) {
+        line.key("disagg_request_id");
+        write_coerced_id(line, *rec.disagg_request_id);
+    }
+    // The worker sub-records take their ids from the phase (request_id falling back to the
+    // record's), as TensorRT-LLM's _jsonl_record() does.
+    if (rec.ctx) {
+        line.key("ctx_perf_metrics").begin_object();
+        worker_metrics(line, "ctx", *rec.ctx, rec.ctx->request_id.value_or(rec.request_id),
+                       rec.ctx->ctx_request_id, TimingOrder::disagg);
+        line.end_object();
+    }
+    if (rec.gen) {
+        line.key("gen_perf_metrics").begin_object();
+        worker_metrics(line, "gen", *rec.gen, rec.gen->request_id.value_or(rec.request_id),
+                       rec.gen->ctx_request_id, TimingOrder::disagg);
+        line.end_object();
+    }
+    line.end_object();
+}
+
+}  // namespace
+
+void write_coerced_id(JsonLine& line, std::string_view id)
+{
+    // Digits only (no sign, space or '_': stricter than Python's int(), on purpose); 20 digits
+    // is the most a uint64 has, from_chars rejects the overflow.
+    if (!id.empty() && id.size() <= 20 &&
+        id.find_first_not_of("0123456789") == std::string_view::npos) {
+        std::uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
+        if (ec == std::errc() && end == id.data() + id.size()) {
+            line.value(v);
+            return;
+        }
+    }
+    line.string(id);
+}
+
+void serialize_perf_metrics(const PerfMetricsRecord& rec, JsonLine& line)
+{
+    if (rec.disagg) disagg_line(rec, line);
+    else worker_line(rec, line);
+}
+
+}  // namespace jsonlw
