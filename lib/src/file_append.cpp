@@ -73,7 +73,11 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
         std::chrono::milliseconds(50), std::chrono::milliseconds(250), std::chrono::seconds(1)};
     for (std::size_t attempt = 0;; ++attempt) {
         do {
-            fd = io_->open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+            // Read-write so the last byte can be checked for a torn line (pread on a
+            // write-only descriptor fails with EBADF); write-only where reading is refused.
+            fd = io_->open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+            if (fd < 0 && errno == EACCES)
+                fd = io_->open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         } while (fd < 0 && errno == EINTR);
         if (fd >= 0 || errno != EEXIST || attempt == std::size(eexist_backoff)) break;
         // On the I/O thread: a pause here delays this writer's batches only.

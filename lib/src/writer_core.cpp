@@ -213,8 +213,9 @@ struct WriterCore::Impl {
             r = appender.append(path, lines.bytes,
                                 self.opts_.durability == Durability::fsync_batch);
         } catch (const std::exception& e) {
+            // The lines are write errors; the exception is logged like any unexpected one.
             tally.write_error += lines.records;
-            on_unexpected(Stage::write, e.what());
+            log_unexpected(Stage::write, e.what());
             r.ec = std::make_error_code(std::errc::io_error);
             return r;
         }
@@ -271,6 +272,11 @@ struct WriterCore::Impl {
     void on_unexpected(Stage stage, std::string_view what) noexcept
     {
         ++tally.unexpected;
+        log_unexpected(stage, what);
+    }
+
+    void log_unexpected(Stage stage, std::string_view what) noexcept
+    {
         std::uint64_t& seen = stage == Stage::serialize ? unexpected_serialize : unexpected_write;
         if (log_worthy(++seen))
             log(LogLevel::error,
@@ -431,9 +437,13 @@ struct WriterCore::Impl {
                     d.finish(true);
                     break;
                 }
-                // Park until a submit, a flush, a close — or a due fsync.
+                // Park until a submit, a flush, a close — or a due fsync or idle call.
                 auto wait = clock::duration::max();
                 if (d.fsync_due) wait = std::max(clock::duration::zero(), *d.fsync_due - clock::now());
+                const bool idle_armed = w.idle_interval_.count() > 0 && d.active_since_idle;
+                if (idle_armed)
+                    wait = std::min<clock::duration>(wait, w.idle_interval_);
+                const auto parked_at = clock::now();
                 w.wake_state_.store(parked, std::memory_order_seq_cst);
                 {
                     Guard g(d);
@@ -454,6 +464,13 @@ struct WriterCore::Impl {
                     co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
                     d.fsync_due.reset();
                 }
+                if (!ec && idle_armed && clock::now() - parked_at >= w.idle_interval_) {
+                    // Woken by nothing but time: the writer has been idle that long.
+                    d.active_since_idle = false;
+                    co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
+                    if (Guard g{d}) w.hooks_->idle_io();
+                    co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
+                }
                 continue;
             }
             // Linger: give a short batch up to flush_interval to fill.
@@ -467,6 +484,7 @@ struct WriterCore::Impl {
                 w.wake_state_.store(awake, std::memory_order_seq_cst);
             }
             d.yield_hop.store(d.closing || !d.flush_waiters.empty(), std::memory_order_relaxed);
+            d.active_since_idle = true;
             co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
             d.io_step();
             const bool due = o.durability == Durability::fsync_interval && d.unsynced;
@@ -524,6 +542,7 @@ struct WriterCore::Impl {
     std::atomic<bool> drain_running{false};
     bool closing = false;
     bool finished = false;
+    bool active_since_idle = false;
     std::atomic<std::uint64_t> linger_from{0};
     std::optional<clock::time_point> fsync_due;
     std::vector<std::pair<std::uint64_t, asio::any_completion_handler<void(error_code)>>>
@@ -541,7 +560,7 @@ WriterCore::WriterCore(asio::any_io_executor ex, WriterOptions opts)
 
 WriterCore::~WriterCore() = default;
 
-void WriterCore::start()
+void WriterCore::start(const std::function<void()>& before_drain)
 {
     State expected = State::created;
     if (!state_.compare_exchange_strong(expected, State::running, std::memory_order_acq_rel))
@@ -561,6 +580,14 @@ void WriterCore::start()
     }
     file_path_ = opts_.directory /
                  fmt::format("{}-{}-{}-{}.jsonl", opts_.stem, host_name(), ::getpid(), utc_stamp());
+    if (before_drain) {
+        try {
+            before_drain();
+        } catch (const std::exception& e) {
+            impl_->log(LogLevel::error, fmt::format("on_start() of {} writer failed: {}",
+                                                    opts_.subject, e.what()));
+        }
+    }
     impl_->drain_running = true;
     asio::co_spawn(impl_->strand, Impl::drain(shared_from_this()), asio::detached);
 }

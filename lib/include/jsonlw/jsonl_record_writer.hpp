@@ -56,7 +56,10 @@ public:
 
     // Creates the directory and starts the drain. Idempotent. No directory: stays inert. A
     // directory that cannot be created: one error log, the writer disabled; never throws.
-    void start() { core_->start(); }
+    void start()
+    {
+        core_->start([this] { on_start(); });
+    }
 
     // Never blocks (but under Overflow::block, where it waits at most block_timeout); takes
     // no lock, makes no system call, allocates nothing beyond moving the record.
@@ -140,6 +143,18 @@ protected:
     // before the final fsync and before files are closed: write trailers or sidecars here.
     // Not called when close runs out of time. Exceptions are logged as unexpected.
     virtual void on_close() {}
+
+    // Called once by start(), on its thread, when the directory exists and just before the
+    // drain starts (nothing else of the writer runs yet). Not called when inert or disabled.
+    virtual void on_start() {}
+
+    // Called on the I/O thread when the writer has been idle for the interval given to
+    // set_idle_interval() (before start()) after writing something: publish state here.
+    virtual void on_idle() {}
+    void set_idle_interval(std::chrono::milliseconds interval) noexcept
+    {
+        core_->set_idle_interval(interval);
+    }
 
     // Serializes a group with the shared malformed accounting. The result stays valid until
     // the next call. I/O thread only. The pointer form serves layouts that group records
@@ -343,6 +358,16 @@ private:
     {
         try {
             on_close();
+        } catch (const std::exception& e) {
+            core_->on_unexpected(detail::Stage::write, e.what());
+        } catch (...) {
+            core_->on_unexpected(detail::Stage::write, "unknown exception");
+        }
+    }
+    void idle_io() noexcept override
+    {
+        try {
+            on_idle();
         } catch (const std::exception& e) {
             core_->on_unexpected(detail::Stage::write, e.what());
         } catch (...) {

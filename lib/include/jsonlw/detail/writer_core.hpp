@@ -34,6 +34,8 @@ public:
     virtual void write_staged() noexcept = 0;
     // I/O thread, once, when close has written everything queued (before the final fsync).
     virtual void closing_io() noexcept = 0;
+    // I/O thread, when the writer has been idle for idle_interval after writing something.
+    virtual void idle_io() noexcept = 0;
     // Pops and destroys every queued record; returns how many.
     virtual std::size_t discard_queued() noexcept = 0;
     virtual std::uint64_t claimed() const noexcept = 0;
@@ -57,7 +59,14 @@ public:
     WriterCore& operator=(const WriterCore&) = delete;
 
     void bind(QueueHooks* hooks) noexcept { hooks_ = hooks; }
-    void start();
+    // `before_drain` runs on the caller's thread once the directory exists, just before the
+    // drain starts (the subclass's on_start()).
+    void start(const std::function<void()>& before_drain = {});
+    // Before start(): how long an idle writer waits before idle_io() (0: never).
+    void set_idle_interval(std::chrono::milliseconds interval) noexcept
+    {
+        idle_interval_ = interval;
+    }
     // The typed writer's destructor: stop intake, wait for a running batch, discard the rest
     // (counted as shutdown). No hook is called after it returns.
     void shutdown() noexcept;
@@ -110,6 +119,7 @@ private:
     const boost::asio::any_io_executor ex_;
     QueueHooks* hooks_ = nullptr;
     std::filesystem::path file_path_;
+    std::chrono::milliseconds idle_interval_{0};
     LineBuffer line_buffer_;
     std::atomic<State> state_{State::created};
     std::atomic<std::uint64_t> final_pushes_{0};
