@@ -1,0 +1,407 @@
+#include <jsonlw/request_trace_writer.hpp>
+
+#include "trace_accounting.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+namespace jsonlw {
+namespace {
+
+constexpr std::string_view redacted = "[redacted]";
+
+enum class Kind : int { request = 0, response = 1 };
+
+WallClock::time_point stamp_of(const RequestTraceRecord& rec) noexcept
+{
+    if (const auto* q = std::get_if<RequestTrace>(&rec)) return q->recorded_at;
+    return std::get<ResponseTrace>(rec).finished_at;
+}
+
+WriterOptions base_options(const RequestTraceOptions& o)
+{
+    WriterOptions w;
+    w.directory = o.directory;
+    w.stem = "request_trace";
+    w.subject = "request trace";
+    w.queue_capacity = o.queue_capacity;
+    w.batch_records = RequestTraceWriter::batch_records;
+    w.durability = o.durable ? Durability::fsync_batch : Durability::none;
+    w.shutdown_timeout = o.shutdown_timeout;
+    w.log = o.log;
+    w.io_executor = o.io_executor;
+    w.file_io = o.file_io;
+    return w;
+}
+
+// What one batch resolved, in the core's terms: the sidecar published at the end of a batch
+// must count it, while stats() still shows it as pending until write_batch() returns.
+struct BatchDelta {
+    std::uint64_t written = 0, malformed = 0, unexpected = 0, write_error = 0, unknown = 0;
+    std::uint64_t sanitized = 0;
+    std::uint64_t total() const noexcept
+    {
+        return written + malformed + unexpected + write_error + unknown;
+    }
+};
+
+// Whether `p` exists and its last byte is not '\n' (a line torn by a crash or a failed
+// write). The base's appender means to check this itself, but reads through its O_WRONLY
+// descriptor, which fails (EBADF); until it does, this writer checks, with plain POSIX
+// calls on the I/O thread, once per shard and after a failed append.
+bool ends_torn(const std::filesystem::path& p) noexcept
+{
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;  // missing: nothing to isolate; unreadable: the append says why
+    struct stat st {};
+    char last = '\n';
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        ::pread(fd, &last, 1, st.st_size - 1) != 1)
+        last = '\n';
+    ::close(fd);
+    return last != '\n';
+}
+
+}  // namespace
+
+struct RequestTraceWriter::Impl {
+    Impl(const RequestTraceOptions& o)
+        : directory(o.directory),
+          suffix(o.writer_suffix ? *o.writer_suffix
+                                 : fmt::format("-{}", static_cast<long>(::getpid()))),
+          log(o.log)
+    {
+        if (o.durable && !o.directory.empty())
+            accounting.emplace(o.directory, suffix, o.log);
+    }
+
+    void info(std::string_view msg) const noexcept
+    {
+        try {
+            if (log) log(LogLevel::info, msg);
+            else log_to_stderr(LogLevel::info, msg);
+        } catch (...) {
+        }
+    }
+
+    std::string file_name(Kind k) const
+    {
+        return fmt::format("{}{}.jsonl", k == Kind::request ? "requests" : "responses", suffix);
+    }
+
+    void timestamp(JsonLine& line, WallClock::time_point tp)
+    {
+        stamp.clear();
+        stamp.push_back('"');
+        append_utc_iso8601(stamp, tp);
+        stamp.push_back('"');
+        line.raw({stamp.data(), stamp.size()});
+    }
+
+    // Writes `text` parsed and minified when it is one valid JSON document; otherwise as a
+    // JSON string, returning why it is not JSON.
+    std::optional<std::string> json_or_text(JsonLine& line, const std::string& text)
+    {
+        if (text.empty()) {
+            line.string(text);
+            return std::string("empty body");
+        }
+        simdjson::dom::element root;
+        // A string with spare capacity is parsed in place; otherwise simdjson copies it.
+        const bool padded = text.capacity() - text.size() >= simdjson::SIMDJSON_PADDING;
+        if (const auto err = parser.parse(text.data(), text.size(), !padded).get(root)) {
+            line.string(text);
+            return fmt::format("invalid JSON: {}", simdjson::error_message(err));
+        }
+        minified.resize(text.size());
+        std::size_t len = 0;
+        if (const auto err = simdjson::minify(text.data(), text.size(), minified.data(), len)) {
+            line.string(text);
+            return fmt::format("invalid JSON: {}", simdjson::error_message(err));
+        }
+        line.raw({minified.data(), len});
+        return std::nullopt;
+    }
+
+    void write(const RequestTrace& r, JsonLine& line)
+    {
+        if (r.trace_id.empty()) throw MalformedRecord("request line without a trace_id");
+        line.begin_object()
+            .field("event", "request")
+            .field("trace_id", r.trace_id)
+            .field("session", sanitize_session(r.session));
+        line.key("recorded_at");
+        timestamp(line, r.recorded_at);
+        line.key("server_arrival_time");
+        if (r.server_arrival_time) line.number_or_null(*r.server_arrival_time);
+        else line.null();
+        line.field("route", r.route).field("status", to_string(r.status));
+        line.key("headers").begin_array();
+        for (const TraceHeader& h : r.headers) {
+            line.begin_array().string(h.name);
+            line.string(is_credential_header(h.name) ? redacted : std::string_view(h.value));
+            line.end_array();
+        }
+        line.end_array();
+        line.key("body");
+        if (auto err = json_or_text(line, r.body)) line.field("body_parse_error", *err);
+        if (r.validation_errors) {
+            line.key("validation_errors").begin_array();
+            for (const TraceValidationError& e : *r.validation_errors) {
+                line.begin_object().key("loc").begin_array();
+                for (const std::string& l : e.loc) line.string(l);
+                line.end_array().field("type", e.type).field("msg", e.msg).end_object();
+            }
+            line.end_array();
+        }
+        line.end_object();
+    }
+
+    static void int_or_null(JsonLine& line, std::string_view key,
+                            const std::optional<std::int64_t>& v)
+    {
+        line.key(key);
+        if (v) line.value(*v);
+        else line.null();
+    }
+
+    void write(const ResponseTrace& r, JsonLine& line)
+    {
+        if (r.trace_id.empty()) throw MalformedRecord("response line without a trace_id");
+        line.begin_object()
+            .field("event", "response")
+            .field("trace_id", r.trace_id)
+            .field("session", sanitize_session(r.session));
+        line.key("finished_at");
+        timestamp(line, r.finished_at);
+        line.field("status", to_string(r.status));
+        int_or_null(line, "client_id", r.client_id);
+        int_or_null(line, "disagg_request_id", r.disagg_request_id);
+        int_or_null(line, "ctx_request_id", r.ctx_request_id);
+        if (r.http_status) line.field("http_status", *r.http_status);
+        if (r.termination) {
+            line.key("termination").begin_object().field("cause", r.termination->cause);
+            line.key("detail");
+            if (r.termination->detail) line.string(*r.termination->detail);
+            else line.null();
+            line.end_object();
+        }
+        line.key("response").begin_object().field("kind", to_string(r.response.kind));
+        line.key("body");
+        if (r.response.kind == ResponseKind::json) {
+            if (auto err = json_or_text(line, r.response.body))
+                line.field("body_parse_error", *err);
+        } else {
+            line.string(r.response.body);
+        }
+        line.end_object();
+        if (r.response_status) line.field("response_status", *r.response_status);
+        if (r.incomplete_reason) line.field("incomplete_reason", *r.incomplete_reason);
+        if (r.error_code) line.field("error_code", *r.error_code);
+        line.end_object();
+    }
+
+    struct Group {
+        std::chrono::sys_time<std::chrono::hours> hour;
+        Kind kind;
+        std::vector<const RequestTraceRecord*> records;
+    };
+
+    const std::filesystem::path directory;
+    const std::string suffix;
+    const LogSink log;
+    std::atomic<bool> start_called{false};
+    std::atomic<bool> started{false};  // start() found the directory usable
+    std::optional<detail::TraceAccounting> accounting;  // durable mode only
+
+    // I/O thread only.
+    simdjson::dom::parser parser;
+    std::vector<char> minified;
+    LineBuffer stamp;
+    std::vector<Group> groups;  // reused: entries past `used` keep their capacity
+    std::size_t used = 0;
+    BatchDelta delta;
+    bool closed_published = false;
+    // Shards (relative paths) whose last append succeeded, so they end with '\n'. One
+    // process writes a shard (files are per pid), so nobody else can tear them.
+    std::unordered_set<std::string> clean_end;
+};
+
+RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
+    : JsonlRecordWriter<RequestTraceRecord>(std::move(ex), base_options(opts)),
+      impl_(std::make_unique<Impl>(opts))
+{
+}
+
+RequestTraceWriter::~RequestTraceWriter()
+{
+    shutdown();
+    // Close ran out of time (or was never called) after records went out: the last word on
+    // the accounting is still written. No hook runs any more, so this thread owns it.
+    if (impl_->accounting && !impl_->closed_published && impl_->started.load())
+        impl_->accounting->publish(stats(), true);
+}
+
+void RequestTraceWriter::start()
+{
+    // Checked before the drain exists, so the log sink is not called from two threads.
+    const auto& dir = impl_->directory;
+    if (!dir.empty() && !impl_->start_called.exchange(true)) {
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        // Otherwise the base logs why and disables the writer.
+        if (!ec && std::filesystem::is_directory(dir, ec)) {
+            impl_->started.store(true);
+            impl_->info(fmt::format("Recording request traces to {}", dir.native()));
+        }
+    }
+    JsonlRecordWriter::start();
+}
+
+RecordResult RequestTraceWriter::record_request(RequestTrace rec)
+{
+    if (rec.recorded_at == WallClock::time_point{}) rec.recorded_at = WallClock::now();
+    return submit(RequestTraceRecord(std::in_place_index<0>, std::move(rec)));
+}
+
+RecordResult RequestTraceWriter::record_response(ResponseTrace rec)
+{
+    if (rec.finished_at == WallClock::time_point{}) rec.finished_at = WallClock::now();
+    return submit(RequestTraceRecord(std::in_place_index<1>, std::move(rec)));
+}
+
+const std::string& RequestTraceWriter::generation() const noexcept
+{
+    static const std::string none;
+    return impl_->accounting ? impl_->accounting->generation() : none;
+}
+
+std::filesystem::path RequestTraceWriter::sidecar_path() const
+{
+    return impl_->accounting ? impl_->accounting->sidecar_path() : std::filesystem::path{};
+}
+
+const std::string& RequestTraceWriter::writer_suffix() const noexcept { return impl_->suffix; }
+
+std::filesystem::path RequestTraceWriter::requests_file(WallClock::time_point t) const
+{
+    return impl_->directory / utc_hour(t) / impl_->file_name(Kind::request);
+}
+
+std::filesystem::path RequestTraceWriter::responses_file(WallClock::time_point t) const
+{
+    return impl_->directory / utc_hour(t) / impl_->file_name(Kind::response);
+}
+
+void RequestTraceWriter::serialize(const RequestTraceRecord& rec, JsonLine& line)
+{
+    try {
+        std::visit([&](const auto& r) { impl_->write(r, line); }, rec);
+    } catch (const MalformedRecord&) {
+        ++impl_->delta.malformed;
+        throw;
+    } catch (...) {
+        ++impl_->delta.unexpected;
+        throw;
+    }
+}
+
+void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
+{
+    Impl& d = *impl_;
+    d.delta = BatchDelta{};
+    d.used = 0;
+    // Group by (UTC hour, kind), in order of first appearance; order within a group kept.
+    for (const RequestTraceRecord& rec : batch) {
+        const auto hour = std::chrono::floor<std::chrono::hours>(stamp_of(rec));
+        const Kind kind = rec.index() == 0 ? Kind::request : Kind::response;
+        auto it = std::find_if(d.groups.begin(), d.groups.begin() + d.used,
+                               [&](const Impl::Group& g) { return g.hour == hour && g.kind == kind; });
+        if (it == d.groups.begin() + d.used) {
+            if (d.used == d.groups.size()) d.groups.emplace_back();
+            it = d.groups.begin() + d.used++;
+            it->hour = hour;
+            it->kind = kind;
+            it->records.clear();
+        }
+        it->records.push_back(&rec);
+    }
+    bool failed = false;
+    for (std::size_t i = 0; i < d.used; ++i) {
+        Impl::Group& g = d.groups[i];
+        const std::string rel = fmt::format("{}/{}", utc_hour(g.hour), d.file_name(g.kind));
+        const Lines lines = serialize_batch(
+            std::span<const RequestTraceRecord* const>(g.records.data(), g.records.size()));
+        const std::filesystem::path path = d.directory / rel;
+        g.records.clear();
+        if (lines.records == 0) continue;  // every record of the group was malformed
+        if (!d.clean_end.contains(rel) && ends_torn(path)) {
+            // Its own append, carrying no record, so the accounting of the lines is
+            // untouched; a failure is logged by the base, and the lines then go anyway.
+            static constexpr char newline = '\n';
+            const AppendResult nl = append(path, Lines{std::string_view(&newline, 1), 0, 0});
+            if (nl.ok() && d.accounting) d.accounting->on_isolated(rel);
+        }
+        const AppendResult r = append(path, lines);
+        if (r.ok()) {
+            d.clean_end.insert(rel);
+            d.delta.written += lines.records;
+            d.delta.sanitized += lines.sanitized;
+        } else {
+            failed = true;
+            d.clean_end.erase(rel);
+            const std::uint64_t touched = std::min<std::uint64_t>(
+                detail::lines_touched(lines.bytes, r.landed), lines.records);
+            d.delta.unknown += touched;
+            d.delta.write_error += lines.records - touched;
+        }
+        if (d.accounting) d.accounting->on_append(rel, lines, r);
+    }
+    if (!d.accounting) return;
+    if (!failed && !d.accounting->publication_due(std::chrono::steady_clock::now(),
+                                                  publish_interval))
+        return;
+    WriterStats s = stats();
+    const std::uint64_t n = d.delta.total();
+    if (s.pending >= n) {  // not already given up on by a timed-out close
+        s.written += d.delta.written;
+        s.sanitized += d.delta.sanitized;
+        s.unknown += d.delta.unknown;
+        s.dropped.malformed += d.delta.malformed;
+        s.dropped.unexpected += d.delta.unexpected;
+        s.dropped.write_error += d.delta.write_error;
+        s.pending -= n;
+    }
+    d.accounting->publish(s, false);
+}
+
+std::size_t RequestTraceWriter::record_bytes(const RequestTraceRecord& rec) const noexcept
+{
+    constexpr std::size_t overhead = 160;  // keys, stamps, ids
+    if (const auto* q = std::get_if<RequestTrace>(&rec)) {
+        std::size_t n = overhead + q->route.size() + q->session.size() + q->body.size();
+        for (const TraceHeader& h : q->headers) n += h.name.size() + h.value.size() + 6;
+        return n;
+    }
+    const auto& p = std::get<ResponseTrace>(rec);
+    return overhead + p.session.size() + p.response.body.size();
+}
+
+void RequestTraceWriter::on_close()
+{
+    if (!impl_->accounting) return;
+    impl_->closed_published = true;
+    impl_->accounting->publish(stats(), true);
+}
+
+}  // namespace jsonlw
