@@ -217,20 +217,24 @@ struct WriterCore::Impl {
             tally.write_error += lines.records;
             log_unexpected(Stage::write, e.what());
             r.ec = std::make_error_code(std::errc::io_error);
+            r.records_failed = lines.records;
             return r;
         }
         if (r.ec) {
             // Lines any of whose bytes landed may be in the file (or torn): unknown. The
             // rest never reached it: write_error.
-            const std::uint64_t touched = lines_touched(lines.bytes, r.landed);
-            tally.unknown += std::min<std::uint64_t>(touched, lines.records);
-            tally.write_error += lines.records - std::min<std::uint64_t>(touched, lines.records);
+            r.records_unknown = std::min<std::uint64_t>(lines_touched(lines.bytes, r.landed),
+                                                        lines.records);
+            r.records_failed = lines.records - r.records_unknown;
+            tally.unknown += r.records_unknown;
+            tally.write_error += r.records_failed;
             if (log_worthy(++write_failures))
                 log(LogLevel::warning, fmt::format("Failed to write {} JSONL: {} ({})",
                                                    self.opts_.subject, r.ec.message(),
                                                    path.native()));
             return r;
         }
+        r.records_written = lines.records;
         tally.written += lines.records;
         tally.sanitized += lines.sanitized;
         tally.bytes += lines.bytes.size();

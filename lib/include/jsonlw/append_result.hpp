@@ -12,6 +12,11 @@ struct AppendResult {
     std::uint64_t offset = 0;        // file size before the append: where its payload begins
     std::uint64_t landed = 0;        // payload bytes that reached the file (all, on success)
     bool isolated_fragment = false;  // a '\n' went first to end a torn last line
+    // How the writer counted the lines: written; unknown (some of their bytes landed before
+    // the failure); write_error (none of their bytes landed).
+    std::uint64_t records_written = 0;
+    std::uint64_t records_unknown = 0;
+    std::uint64_t records_failed = 0;
 
     bool ok() const noexcept { return !ec; }
 };

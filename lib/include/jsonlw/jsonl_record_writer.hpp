@@ -22,6 +22,7 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
@@ -271,11 +272,11 @@ private:
         }
     };
 
+    // Through the writer's executor, then on the handler's associated executor.
     static void complete(const std::shared_ptr<BlockedSubmit>& op, SubmitResult r)
     {
-        auto h = std::move(op->handler);
-        auto ex = boost::asio::get_associated_executor(h, op->timer.get_executor());
-        boost::asio::post(ex, [h = std::move(h), r]() mutable { std::move(h)(r); });
+        boost::asio::post(op->timer.get_executor(),
+                          boost::asio::append(std::move(op->handler), r));
     }
 
     static void expire(const std::shared_ptr<detail::WriterCore>& core,
@@ -314,10 +315,9 @@ private:
     void async_submit_impl(Record rec,
                            boost::asio::any_completion_handler<void(SubmitResult)> handler)
     {
-        auto ex = boost::asio::get_associated_executor(handler, core_->executor());
         if (core_->options().overflow != Overflow::block || !core_->accepting()) {
             const SubmitResult r = submit(std::move(rec));
-            boost::asio::post(ex, [h = std::move(handler), r]() mutable { std::move(h)(r); });
+            boost::asio::post(core_->executor(), boost::asio::append(std::move(handler), r));
             return;
         }
         auto op = std::make_shared<BlockedSubmit>(std::move(rec), std::move(handler),

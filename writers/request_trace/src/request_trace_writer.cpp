@@ -55,23 +55,6 @@ struct BatchDelta {
     }
 };
 
-// Whether `p` exists and its last byte is not '\n' (a line torn by a crash or a failed
-// write). The base's appender means to check this itself, but reads through its O_WRONLY
-// descriptor, which fails (EBADF); until it does, this writer checks, with plain POSIX
-// calls on the I/O thread, once per shard and after a failed append.
-bool ends_torn(const std::filesystem::path& p) noexcept
-{
-    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;  // missing: nothing to isolate; unreadable: the append says why
-    struct stat st {};
-    char last = '\n';
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        ::pread(fd, &last, 1, st.st_size - 1) != 1)
-        last = '\n';
-    ::close(fd);
-    return last != '\n';
-}
-
 }  // namespace
 
 struct RequestTraceWriter::Impl {
@@ -234,7 +217,6 @@ struct RequestTraceWriter::Impl {
     bool closed_published = false;
     // Shards (relative paths) whose last append succeeded, so they end with '\n'. One
     // process writes a shard (files are per pid), so nobody else can tear them.
-    std::unordered_set<std::string> clean_end;
 };
 
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
@@ -345,26 +327,14 @@ void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
         const std::filesystem::path path = d.directory / rel;
         g.records.clear();
         if (lines.records == 0) continue;  // every record of the group was malformed
-        if (!d.clean_end.contains(rel) && ends_torn(path)) {
-            // Its own append, carrying no record, so the accounting of the lines is
-            // untouched; a failure is logged by the base, and the lines then go anyway.
-            static constexpr char newline = '\n';
-            const AppendResult nl = append(path, Lines{std::string_view(&newline, 1), 0, 0});
-            if (nl.ok() && d.accounting) d.accounting->on_isolated(rel);
-        }
+        // The base isolates a torn tail with '\n' (r.isolated_fragment) and classifies the
+        // lines of a failed append; the sidecar mirrors both.
         const AppendResult r = append(path, lines);
-        if (r.ok()) {
-            d.clean_end.insert(rel);
-            d.delta.written += lines.records;
-            d.delta.sanitized += lines.sanitized;
-        } else {
-            failed = true;
-            d.clean_end.erase(rel);
-            const std::uint64_t touched = std::min<std::uint64_t>(
-                detail::lines_touched(lines.bytes, r.landed), lines.records);
-            d.delta.unknown += touched;
-            d.delta.write_error += lines.records - touched;
-        }
+        d.delta.written += r.records_written;
+        d.delta.unknown += r.records_unknown;
+        d.delta.write_error += r.records_failed;
+        if (r.ok()) d.delta.sanitized += lines.sanitized;
+        else failed = true;
         if (d.accounting) d.accounting->on_append(rel, lines, r);
     }
     if (!d.accounting) return;

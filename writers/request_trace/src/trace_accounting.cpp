@@ -53,15 +53,6 @@ void timestamp(JsonLine& line, LineBuffer& scratch, WallClock::time_point tp)
 
 }  // namespace
 
-std::uint64_t lines_touched(std::string_view bytes, std::uint64_t landed) noexcept
-{
-    if (landed == 0 || bytes.empty()) return 0;
-    const std::string_view head = bytes.substr(0, std::min<std::size_t>(landed, bytes.size()));
-    auto n = static_cast<std::uint64_t>(std::count(head.begin(), head.end(), '\n'));
-    if (head.back() != '\n') ++n;  // a line cut short
-    return n;
-}
-
 std::string new_generation_id()
 {
     using namespace std::chrono;
@@ -133,13 +124,9 @@ void TraceAccounting::on_append(std::string_view file, const Lines& lines, const
     ++write_errors_;
     last_error_ = fmt::format("{} ({})", r.ec.message(), file);
     if (r.landed > 0) {
-        const std::uint64_t touched =
-            std::min<std::uint64_t>(lines_touched(lines.bytes, r.landed), lines.records);
-        s.unknown_extents.push_back({r.offset, r.landed, touched});
+        s.unknown_extents.push_back({r.offset, r.landed, r.records_unknown});
     }
 }
-
-void TraceAccounting::on_isolated(std::string_view file) { ++shard(file).fragments_isolated; }
 
 bool TraceAccounting::publication_due(std::chrono::steady_clock::time_point now,
                                       std::chrono::steady_clock::duration interval) const noexcept

@@ -20,10 +20,6 @@
 
 namespace jsonlw::detail {
 
-// Lines of `bytes` that any of its first `landed` bytes belong to (the core's rule for
-// which lines of a failed append are unknown rather than dropped).
-std::uint64_t lines_touched(std::string_view bytes, std::uint64_t landed) noexcept;
-
 // "<pid>-<time_ns>-<8 hex>": tells apart two lifetimes that reuse a pid on one shard.
 std::string new_generation_id();
 
@@ -53,8 +49,6 @@ public:
 
     // An append of `lines` to `file` (relative) returned `r`.
     void on_append(std::string_view file, const Lines& lines, const AppendResult& r);
-    // A '\n' was appended to `file` to end a torn last line.
-    void on_isolated(std::string_view file);
 
     bool publication_due(std::chrono::steady_clock::time_point now,
                          std::chrono::steady_clock::duration interval) const noexcept;

@@ -25,12 +25,16 @@ public:
     enum class Push { ok, full, closed };
     static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
 
+    // Capacity 0 means 1. Sequence numbers need at least two cells to tell "published" from
+    // "free for the next lap", so a one-record ring has two cells and checks its size.
     explicit BoundedRing(std::size_t capacity)
         : capacity_(capacity == 0 ? 1 : capacity),
-          mask_((capacity_ & (capacity_ - 1)) == 0 ? capacity_ - 1 : 0),
-          cells_(new Cell[capacity_])
+          cells_count_(capacity_ < 2 ? 2 : capacity_),
+          mask_((cells_count_ & (cells_count_ - 1)) == 0 ? cells_count_ - 1 : 0),
+          cells_(new Cell[cells_count_])
     {
-        for (std::size_t i = 0; i < capacity_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
+        for (std::size_t i = 0; i < cells_count_; ++i)
+            cells_[i].seq.store(i, std::memory_order_relaxed);
     }
     BoundedRing(const BoundedRing&) = delete;
     BoundedRing& operator=(const BoundedRing&) = delete;
@@ -50,6 +54,13 @@ public:
             Cell& c = cell(p);
             const std::uint64_t seq = c.seq.load(std::memory_order_acquire);
             if (seq == p) {
+                if (capacity_ < cells_count_ &&
+                    p - head_.load(std::memory_order_acquire) >= capacity_) [[unlikely]] {
+                    const std::uint64_t now = tail_.load(std::memory_order_relaxed);
+                    if (now == p) return Push::full;
+                    p = now;
+                    continue;
+                }
                 // seq_cst: the drain's park protocol orders this claim against its check.
                 if (tail_.compare_exchange_weak(p, p + 1, std::memory_order_seq_cst,
                                                 std::memory_order_relaxed)) {
@@ -84,7 +95,7 @@ public:
                     T* v = std::launder(reinterpret_cast<T*>(c.storage));
                     std::optional<T> out(std::move(*v));
                     v->~T();
-                    c.seq.store(p + capacity_, std::memory_order_release);
+                    c.seq.store(p + cells_count_, std::memory_order_release);
                     return out;
                 }
             } else if (seq < p + 1) {
@@ -123,11 +134,12 @@ private:
     };
     Cell& cell(std::uint64_t p) const noexcept
     {
-        return cells_[mask_ ? (p & mask_) : (p % capacity_)];
+        return cells_[mask_ ? (p & mask_) : (p % cells_count_)];
     }
 
     const std::size_t capacity_;
-    const std::size_t mask_;  // capacity - 1 when capacity is a power of two, else 0
+    const std::size_t cells_count_;
+    const std::size_t mask_;  // cells_count_ - 1 when that is a power of two, else 0
     std::unique_ptr<Cell[]> cells_;
     alignas(cache_line) std::atomic<std::uint64_t> tail_{0};
     alignas(cache_line) std::atomic<std::uint64_t> head_{0};
