@@ -1,0 +1,90 @@
+// What the raw-output recorder is handed (OutputChunk, TokenLogprob) and what it writes (one
+// RawOutputRecord per finished output). The chunk only borrows the caller's buffers; the
+// record owns copies of everything it keeps.
+#pragma once
+
+#include <jsonlw/utc_time.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jsonlw {
+
+// One of the top-k alternatives at a position.
+struct TopLogprob {
+    std::int32_t token_id = 0;
+    double logprob = 0;  // natural log; a non-finite value is written as null
+};
+
+// Per-token log-probability data of one generated token (filled by the snapshot stage).
+struct TokenLogprob {
+    std::int32_t token_id = 0;
+    double logprob = 0;                // of the sampled token; non-finite is written as null
+    std::optional<std::int32_t> rank{};  // 1 = the most likely token; absent: not computed
+    std::vector<TopLogprob> top{};     // the k most likely tokens, best first; may be empty
+};
+
+// One post-processor-hook call: what one output of a request added at one step. Every view
+// and span borrows the caller's memory for the duration of the call only; the recorder
+// copies what it keeps and never writes through them.
+struct OutputChunk {
+    std::uint64_t request_id = 0;  // the engine's request id
+    std::uint32_t output_index = 0;  // which of the request's outputs (n > 1, beams)
+    std::string_view text_diff{};  // the text this chunk added (may be empty)
+    std::span<const std::int32_t> token_ids_diff{};  // the token ids this chunk added
+    // The output is complete: its record is written now. With n > 1 the caller sends one
+    // chunk per output, each with is_final set.
+    bool is_final = false;
+    bool aborted = false;    // the request was aborted (the record keeps it if any chunk says so)
+    bool streaming = false;  // taken from the output's first chunk
+    // The id the disaggregated server gave the request, shared by its context and
+    // generation phases; absent on aggregated serving.
+    std::optional<std::uint64_t> disagg_request_id{};
+    // The whole text of the output so far, as the engine reports it (optional). When given,
+    // frames_consistent says whether the frames add up to it — false, for instance, when
+    // chunks of two sampled sequences arrive under one output index.
+    std::optional<std::string_view> text{};
+    // Per-token log-probability data for token_ids_diff (optional; empty: none).
+    std::span<const TokenLogprob> logprobs_diff{};
+};
+
+// One line of raw-<pid>.jsonl: everything one output generated. Movable, owns its data.
+struct RawOutputRecord {
+    std::uint64_t request_id = 0;
+    std::optional<std::uint64_t> disagg_request_id{};
+    std::uint32_t output_index = 0;
+    WallClock::time_point started_at{};   // the output's first chunk
+    WallClock::time_point finished_at{};  // its final chunk, or when it was ended or evicted
+    bool streaming = false;
+    bool aborted = false;
+    std::string frames_text;              // the non-empty text diffs, concatenated
+    std::vector<std::size_t> frame_ends;  // where each frame ends in frames_text
+    // The engine's full text, kept only when it differs from frames_text.
+    std::optional<std::string> reported_text{};
+    std::vector<std::int32_t> token_ids;
+    std::vector<TokenLogprob> logprobs;
+    bool frames_consistent = true;
+    // Empty: the output finished with its final chunk. Otherwise the record is partial and
+    // this says why it was written ("evicted", "shutdown", or the caller's reason).
+    std::string end_reason;
+
+    bool partial() const noexcept { return !end_reason.empty(); }
+    // The record's "text": the engine's full text when it reported one, else the frames.
+    std::string_view text() const noexcept
+    {
+        return reported_text ? std::string_view(*reported_text) : std::string_view(frames_text);
+    }
+    std::size_t num_frames() const noexcept { return frame_ends.size(); }
+    std::string_view frame(std::size_t i) const noexcept
+    {
+        const std::size_t begin = i == 0 ? 0 : frame_ends[i - 1];
+        return std::string_view(frames_text).substr(begin, frame_ends[i] - begin);
+    }
+};
+
+}  // namespace jsonlw

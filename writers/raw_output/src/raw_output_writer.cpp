@@ -1,0 +1,533 @@
+#include <jsonlw/raw_output_writer.hpp>
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <list>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace jsonlw {
+
+std::filesystem::path raw_output_dir_from_env()
+{
+    const char* v = std::getenv(raw_output_dir_env);
+    return v ? std::filesystem::path(v) : std::filesystem::path();
+}
+
+namespace {
+
+using Key = std::pair<std::uint64_t, std::uint32_t>;  // (request_id, output_index)
+
+WriterOptions writer_options(const RawOutputOptions& o)
+{
+    WriterOptions w;
+    w.directory = o.directory;
+    w.stem = "raw";
+    w.subject = "raw output";
+    w.queue_capacity = o.queue_capacity;
+    w.batch_records = o.batch_records;
+    w.batch_bytes = o.batch_bytes;
+    w.flush_interval = o.flush_interval;
+    w.overflow = o.overflow;
+    w.block_timeout = o.block_timeout;
+    w.durability = o.durability;
+    w.fsync_interval = o.fsync_interval;
+    w.shutdown_timeout = o.shutdown_timeout;
+    w.log = o.log;
+    w.io_executor = o.io_executor;
+    w.file_io = o.file_io;
+    return w;
+}
+
+bool produced(const RawOutputRecord& r) noexcept
+{
+    return !r.frames_text.empty() || !r.token_ids.empty();
+}
+
+// Logged at the first occurrence, then every 1000th (counts may jump by more than one).
+bool crosses_log_mark(std::uint64_t before, std::uint64_t after) noexcept
+{
+    return before == 0 || before / 1000 != after / 1000;
+}
+
+// Whether a frame boundary falls inside a UTF-8 character: JSON cannot show half a
+// character, so both halves become U+FFFD and the frames no longer add up to the text.
+bool splits_a_character(const RawOutputRecord& r) noexcept
+{
+    const auto* p = reinterpret_cast<const unsigned char*>(r.frames_text.data());
+    const std::size_t n = r.frames_text.size();
+    const auto continuation = [](unsigned char c) { return (c & 0xC0) == 0x80; };
+    for (std::size_t i = 0; i + 1 < r.frame_ends.size(); ++i) {
+        const std::size_t at = r.frame_ends[i];
+        if (at == 0 || at >= n || !continuation(p[at])) continue;
+        std::size_t lead = at - 1;
+        while (lead > 0 && at - lead < 3 && continuation(p[lead])) --lead;
+        const unsigned char c = p[lead];
+        const std::size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                              : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (len == 0 || lead + len <= at || lead + len > n) continue;
+        bool whole = true;
+        for (std::size_t k = lead + 1; k < lead + len; ++k) whole = whole && continuation(p[k]);
+        if (whole) return true;
+    }
+    return false;
+}
+
+void begin(RawOutputRecord& r, const OutputChunk& c, WallClock::time_point now) noexcept
+{
+    r.request_id = c.request_id;
+    r.output_index = c.output_index;
+    r.started_at = now;
+    r.streaming = c.streaming;
+}
+
+// What one chunk adds. May throw (allocation); the caller then drops the output.
+void add(RawOutputRecord& r, const OutputChunk& c)
+{
+    if (!c.text_diff.empty()) {
+        r.frames_text.append(c.text_diff);
+        r.frame_ends.push_back(r.frames_text.size());
+    }
+    r.token_ids.insert(r.token_ids.end(), c.token_ids_diff.begin(), c.token_ids_diff.end());
+    r.logprobs.insert(r.logprobs.end(), c.logprobs_diff.begin(), c.logprobs_diff.end());
+    r.aborted = r.aborted || c.aborted;
+    if (c.disagg_request_id && !r.disagg_request_id) r.disagg_request_id = c.disagg_request_id;
+    // The engine's text so far must end with this diff and be as long as the frames: a cheap
+    // check per chunk that catches a second sequence taking over the output index.
+    if (c.text && !c.is_final &&
+        (c.text->size() != r.frames_text.size() || !c.text->ends_with(c.text_diff)))
+        r.frames_consistent = false;
+}
+
+void finish(RawOutputRecord& r, const OutputChunk& c, WallClock::time_point now)
+{
+    r.finished_at = now;
+    if (c.text) {
+        r.frames_consistent = *c.text == r.frames_text;
+        if (!r.frames_consistent) r.reported_text.emplace(*c.text);
+    }
+}
+
+}  // namespace
+
+struct RawOutputWriter::State {
+    struct Pending {
+        RawOutputRecord rec;
+        std::list<Key>::iterator lru;
+    };
+
+    State(bool enabled_, std::size_t max_pending_)
+        : enabled(enabled_),
+          max_pending(std::max<std::size_t>(max_pending_, 1)),
+          file_name(fmt::format("raw-{}.jsonl", ::getpid())),
+          recording(enabled_)
+    {
+    }
+
+    const bool enabled;
+    const std::size_t max_pending;
+    const std::string file_name;
+    std::atomic<bool> recording;
+
+    mutable std::mutex mu;
+    std::map<Key, Pending> outputs;  // ordered: a request's outputs are adjacent
+    std::list<Key> lru;              // front: the most recently updated output
+
+    std::atomic<std::uint64_t> finished{0}, partial{0}, evicted{0}, released_empty{0},
+        not_recorded{0}, hook_failures{0};
+
+    using Iter = std::map<Key, Pending>::iterator;
+
+    // One chunk, under the lock: updates the output's state; `evicted` gets the output that
+    // made room, `done` the finished one. False when recording stopped (disable() clears
+    // the map under the lock, and nothing may be added after that). On an exception the
+    // chunk's output is dropped (a half-updated output would write a wrong record) and
+    // `done` stays empty; `evicted` is kept.
+    bool take(const OutputChunk& c, WallClock::time_point now,
+              std::optional<RawOutputRecord>& evicted, std::optional<RawOutputRecord>& done)
+    {
+        if (!recording.load(std::memory_order_relaxed)) return false;
+        const Key key{c.request_id, c.output_index};
+        auto it = outputs.find(key);
+        if (it == outputs.end() && c.is_final) {
+            // A one-chunk output (non-streaming): never enters the map.
+            RawOutputRecord r;
+            begin(r, c, now);
+            add(r, c);
+            finish(r, c, now);
+            done.emplace(std::move(r));
+        } else {
+            if (it == outputs.end()) {
+                if (outputs.size() >= max_pending) {
+                    // The least recently updated output makes room (the list and the map
+                    // always hold the same keys).
+                    evicted = release(outputs.find(lru.back()), now);
+                    if (evicted) {
+                        evicted->end_reason = "evicted";
+                        this->evicted.fetch_add(1, std::memory_order_relaxed);
+                    }
+                }
+                it = insert(key);
+                begin(it->second.rec, c, now);
+            } else {
+                touch(it);
+            }
+            try {
+                add(it->second.rec, c);
+                if (c.is_final) finish(it->second.rec, c, now);
+            } catch (...) {
+                erase(it);
+                throw;
+            }
+            if (c.is_final) {
+                done.emplace(std::move(it->second.rec));
+                erase(it);
+            }
+        }
+        if (done) finished.fetch_add(1, std::memory_order_relaxed);
+        return true;
+    }
+
+    // Strong guarantee: on an exception nothing was added.
+    Iter insert(const Key& key)
+    {
+        lru.push_front(key);
+        try {
+            auto it = outputs.try_emplace(key).first;
+            it->second.lru = lru.begin();
+            return it;
+        } catch (...) {
+            lru.pop_front();
+            throw;
+        }
+    }
+    void touch(Iter it) noexcept { lru.splice(lru.begin(), lru, it->second.lru); }
+    Iter erase(Iter it) noexcept
+    {
+        lru.erase(it->second.lru);
+        return outputs.erase(it);
+    }
+
+    // Takes the output's state out of the map as a partial record (the caller sets its
+    // end_reason), or nothing when it produced nothing. Never throws: it only moves.
+    std::optional<RawOutputRecord> release(Iter it, WallClock::time_point now) noexcept
+    {
+        std::optional<RawOutputRecord> out;
+        if (produced(it->second.rec)) {
+            out.emplace(std::move(it->second.rec));
+            out->finished_at = now;
+            out->frames_consistent = false;  // no final text to check the frames against
+            partial.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            released_empty.fetch_add(1, std::memory_order_relaxed);
+        }
+        erase(it);
+        return out;
+    }
+};
+
+RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts)
+    : JsonlRecordWriter<RawOutputRecord>(std::move(ex), writer_options(opts)),
+      state_(std::make_unique<State>(!opts.directory.empty(), opts.max_pending))
+{
+    if (!state_->enabled)
+        warn(fmt::format("Raw output recording is off: {} / RawOutputOptions::directory is "
+                         "not set",
+                         raw_output_dir_env));
+}
+
+RawOutputWriter::~RawOutputWriter() { shutdown(); }
+
+void RawOutputWriter::start()
+{
+    JsonlRecordWriter::start();
+    // The base logged why; without a directory there is nothing to record into.
+    if (state_->enabled && file_path().empty()) disable();
+}
+
+void RawOutputWriter::on_chunk(const OutputChunk& c) noexcept
+{
+    State& s = *state_;
+    if (!s.enabled) return;
+    std::optional<RawOutputRecord> evicted, done;
+    bool taken = false;
+    if (s.recording.load(std::memory_order_acquire)) {
+        try {
+            const auto now = WallClock::now();
+            std::lock_guard lock(s.mu);
+            taken = s.take(c, now, evicted, done);
+        } catch (const std::exception& e) {
+            taken = true;
+            hook_failed(1, e.what());
+        } catch (...) {
+            taken = true;
+            hook_failed(1, "unknown exception");
+        }
+    }
+    if (!taken && c.is_final) not_recorded(1);
+    if (evicted) deliver_safely(std::move(*evicted));
+    if (done) deliver_safely(std::move(*done));
+}
+
+void RawOutputWriter::on_request_end(std::uint64_t request_id, std::string_view reason) noexcept
+{
+    State& s = *state_;
+    if (!s.enabled) return;
+    std::vector<RawOutputRecord> out;
+    std::uint64_t failed = 0;
+    std::string failure;
+    try {
+        const auto now = WallClock::now();
+        std::lock_guard lock(s.mu);
+        auto it = s.outputs.lower_bound(Key{request_id, 0});
+        while (it != s.outputs.end() && it->first.first == request_id) {
+            std::optional<RawOutputRecord> rec = s.release(it++, now);
+            if (!rec) continue;
+            try {
+                rec->end_reason = reason.empty() ? std::string_view("ended") : reason;
+                out.push_back(std::move(*rec));
+            } catch (const std::exception& e) {
+                ++failed;
+                failure = e.what();
+            }
+        }
+    } catch (const std::exception& e) {  // the mutex: nothing was taken out
+        hook_failed(0, e.what());
+    }
+    if (failed != 0) hook_failed(failed, failure);
+    for (auto& rec : out) deliver_safely(std::move(rec));
+}
+
+void RawOutputWriter::end_all(std::string_view reason) noexcept
+{
+    State& s = *state_;
+    if (!s.enabled) return;
+    std::vector<std::uint64_t> ids;
+    try {
+        std::lock_guard lock(s.mu);
+        for (const auto& [key, pending] : s.outputs)
+            if (ids.empty() || ids.back() != key.first) ids.push_back(key.first);
+    } catch (const std::exception& e) {
+        hook_failed(0, e.what());
+    }
+    // Request by request, so the lock is never held for long and records flow as they come.
+    for (std::uint64_t id : ids) on_request_end(id, reason);
+}
+
+bool RawOutputWriter::recording() const noexcept
+{
+    return state_->recording.load(std::memory_order_acquire);
+}
+
+std::size_t RawOutputWriter::pending_outputs() const noexcept
+{
+    std::lock_guard lock(state_->mu);
+    return state_->outputs.size();
+}
+
+std::uint64_t RawOutputWriter::hook_failures() const noexcept
+{
+    return state_->hook_failures.load(std::memory_order_relaxed);
+}
+
+std::size_t RawOutputWriter::max_pending() const noexcept { return state_->max_pending; }
+
+RawOutputCounters RawOutputWriter::counters() const noexcept
+{
+    const State& s = *state_;
+    RawOutputCounters c;
+    c.pending = pending_outputs();
+    c.finished = s.finished.load(std::memory_order_relaxed);
+    c.partial = s.partial.load(std::memory_order_relaxed);
+    c.evicted = s.evicted.load(std::memory_order_relaxed);
+    c.released_empty = s.released_empty.load(std::memory_order_relaxed);
+    c.not_recorded = s.not_recorded.load(std::memory_order_relaxed);
+    c.hook_failures = s.hook_failures.load(std::memory_order_relaxed);
+    return c;
+}
+
+void RawOutputWriter::deliver(RawOutputRecord&& rec)
+{
+    if (submit(std::move(rec)) == SubmitResult::disabled) {
+        // start() failed but was called through the base: stop keeping state.
+        not_recorded(1);
+        disable();
+    }
+    // dropped_queue_full and closed are counted (and logged) by the base.
+}
+
+void RawOutputWriter::not_recorded(std::uint64_t records) noexcept
+{
+    const auto before = state_->not_recorded.fetch_add(records, std::memory_order_relaxed);
+    if (records != 0 && crosses_log_mark(before, before + records)) {
+        try {
+            warn(fmt::format("Dropped {} raw output record(s): the writer is disabled",
+                             before + records));
+        } catch (...) {
+            // Out of memory while formatting: the count still tells.
+        }
+    }
+}
+
+void RawOutputWriter::deliver_safely(RawOutputRecord&& rec) noexcept
+{
+    try {
+        deliver(std::move(rec));
+    } catch (const std::exception& e) {
+        hook_failed(1, e.what());
+    } catch (...) {
+        hook_failed(1, "unknown exception");
+    }
+}
+
+void RawOutputWriter::hook_failed(std::uint64_t records, std::string_view what) noexcept
+{
+    const auto before = state_->hook_failures.fetch_add(records, std::memory_order_relaxed);
+    if (records == 0 || crosses_log_mark(before, before + records)) {
+        try {
+            warn(fmt::format("Dropped {} raw output record(s): {}", before + records, what));
+        } catch (...) {
+            // Formatting failed too (out of memory): the count still tells.
+        }
+    }
+}
+
+void RawOutputWriter::disable() noexcept
+{
+    State& s = *state_;
+    if (!s.recording.exchange(false, std::memory_order_acq_rel)) return;
+    std::uint64_t lost = 0;
+    {
+        std::lock_guard lock(s.mu);
+        for (const auto& [key, pending] : s.outputs) lost += produced(pending.rec) ? 1 : 0;
+        s.outputs.clear();
+        s.lru.clear();
+    }
+    not_recorded(lost);
+}
+
+void RawOutputWriter::warn(std::string_view message) const noexcept
+{
+    try {
+        if (const LogSink& sink = options().log) sink(LogLevel::warning, message);
+        else log_to_stderr(LogLevel::warning, message);
+    } catch (...) {
+        // A throwing log sink must not reach the caller of the hook.
+    }
+}
+
+// --- I/O thread ---
+
+void RawOutputWriter::serialize(const RawOutputRecord& r, JsonLine& line)
+{
+    if (!std::is_sorted(r.frame_ends.begin(), r.frame_ends.end()) ||
+        (!r.frame_ends.empty() && r.frame_ends.back() != r.frames_text.size()) ||
+        (r.frame_ends.empty() && !r.frames_text.empty()))
+        throw MalformedRecord("frame_ends do not match frames_text");
+
+    const auto timestamp = [&line](std::string_view name, WallClock::time_point tp) {
+        LineBuffer buf;  // inline storage: no allocation
+        buf.push_back('"');
+        append_utc_iso8601(buf, tp);
+        buf.push_back('"');
+        line.key(name).raw({buf.data(), buf.size()});
+    };
+
+    line.begin_object();
+    line.field("event", std::string_view("raw_output"));
+    // Strings, so that ids above 2^53 survive readers that parse numbers as doubles.
+    const fmt::format_int id(r.request_id);
+    line.field("request_id", std::string_view(id.data(), id.size()));
+    line.key("disagg_request_id");
+    if (r.disagg_request_id) {
+        const fmt::format_int did(*r.disagg_request_id);
+        line.string({did.data(), did.size()});
+    } else {
+        line.null();
+    }
+    line.field("output_index", r.output_index);
+    timestamp("started_at", r.started_at);
+    timestamp("finished_at", r.finished_at);
+    line.field("streaming", r.streaming);
+    line.field("aborted", r.aborted);
+    line.field("text", r.text());
+    line.key("frames").begin_array();
+    for (std::size_t i = 0; i < r.num_frames(); ++i) line.string(r.frame(i));
+    line.end_array();
+    line.key("token_ids").begin_array();
+    for (const std::int32_t t : r.token_ids) line.value(t);
+    line.end_array();
+    line.field("num_output_tokens", r.token_ids.size());
+    line.field("frames_consistent", r.frames_consistent && !splits_a_character(r));
+    if (!r.logprobs.empty()) {
+        line.key("logprobs").begin_array();
+        for (const TokenLogprob& lp : r.logprobs) {
+            line.begin_object().field("token_id", lp.token_id);
+            line.key("logprob").number_or_null(lp.logprob);
+            if (lp.rank) line.field("rank", *lp.rank);
+            if (!lp.top.empty()) {
+                line.key("top_logprobs").begin_array();
+                for (const TopLogprob& t : lp.top) {
+                    line.begin_object().field("token_id", t.token_id);
+                    line.key("logprob").number_or_null(t.logprob);
+                    line.end_object();
+                }
+                line.end_array();
+            }
+            line.end_object();
+        }
+        line.end_array();
+    }
+    if (r.partial()) line.field("partial", true).field("end_reason", std::string_view(r.end_reason));
+    line.end_object();
+}
+
+void RawOutputWriter::write_batch(std::span<const RawOutputRecord> batch)
+{
+    if (batch.empty()) return;
+    using std::chrono::floor;
+    using std::chrono::hours;
+    const auto path_for = [this](WallClock::time_point tp) {
+        return options().directory / utc_hour(tp) / state_->file_name;
+    };
+    const auto first = floor<hours>(batch.front().finished_at);
+    const bool one_hour = std::all_of(batch.begin(), batch.end(), [first](const auto& r) {
+        return floor<hours>(r.finished_at) == first;
+    });
+    if (one_hour) {
+        this->append(path_for(batch.front().finished_at), this->serialize_batch(batch));
+        return;
+    }
+    // Records that straddle an hour: one group per hour, in order of first appearance.
+    std::vector<std::pair<decltype(first), std::vector<const RawOutputRecord*>>> groups;
+    for (const RawOutputRecord& r : batch) {
+        const auto h = floor<hours>(r.finished_at);
+        auto g = std::find_if(groups.begin(), groups.end(), [h](const auto& x) { return x.first == h; });
+        if (g == groups.end()) {
+            groups.emplace_back(h, std::vector<const RawOutputRecord*>{});
+            g = std::prev(groups.end());
+        }
+        g->second.push_back(&r);
+    }
+    for (const auto& [h, group] : groups)
+        this->append(path_for(group.front()->finished_at),
+                     this->serialize_batch(std::span<const RawOutputRecord* const>(group)));
+}
+
+std::size_t RawOutputWriter::record_bytes(const RawOutputRecord& r) const noexcept
+{
+    // The text twice (text and frames), escapes aside; ids up to 11 characters.
+    return 320 + 2 * r.frames_text.size() + (r.reported_text ? r.reported_text->size() : 0) +
+           4 * r.frame_ends.size() + 12 * r.token_ids.size() + 64 * r.logprobs.size();
+}
+
+}  // namespace jsonlw
