@@ -59,8 +59,14 @@ public:
     // directory that cannot be created: one error log, the writer disabled; never throws.
     void start()
     {
+        const bool was_created = core_->state() == detail::WriterCore::State::created;
         core_->start([this] { on_start(); });
+        if (was_created && core_->state() == detail::WriterCore::State::disabled) on_disabled();
     }
+
+    // Whether records are accepted: false when inert (no directory), disabled (the directory
+    // could not be created) or closed.
+    bool enabled() const noexcept { return core_->accepting(); }
 
     // Never blocks (but under Overflow::block, where it waits at most block_timeout); takes
     // no lock, makes no system call, allocates nothing beyond moving the record.
@@ -111,6 +117,8 @@ public:
     template <class Token>
     auto async_close(Token&& token)
     {
+        if (!close_requested_.exchange(true, std::memory_order_acq_rel) && core_->accepting())
+            on_close_requested();
         return boost::asio::async_initiate<Token, void(error_code, CloseReport)>(
             [core = core_](auto handler) { core->async_close_impl(std::move(handler)); }, token);
     }
@@ -148,6 +156,14 @@ protected:
     // Called once by start(), on its thread, when the directory exists and just before the
     // drain starts (nothing else of the writer runs yet). Not called when inert or disabled.
     virtual void on_start() {}
+
+    // Called once by start(), on its thread, when the directory could not be created (the
+    // writer is now disabled): release what the subclass holds for records to come.
+    virtual void on_disabled() {}
+
+    // Called once by the first async_close(), on its thread, while intake is still open:
+    // submit what the subclass still holds (outputs in flight, say) so close writes it.
+    virtual void on_close_requested() {}
 
     // Called on the I/O thread when the writer has been idle for the interval given to
     // set_idle_interval() (before start()) after writing something: publish state here.
@@ -388,6 +404,7 @@ private:
     std::size_t queued() const noexcept override { return ring_.size(); }
 
     std::shared_ptr<detail::WriterCore> core_;
+    std::atomic<bool> close_requested_{false};
     Ring ring_;
     std::vector<Record> staging_;  // I/O thread only
 };

@@ -8,9 +8,11 @@ namespace jsonlw {
 
 enum class LogLevel { debug, info, warning, error };
 
-// A sink for a writer's log lines. Called from the writer's I/O thread (and, for the
-// start-up error only, from the thread that calls start()); it must not call back into the
-// writer. An empty LogSink means "write to stderr".
+// A sink for a writer's log lines. Called mostly from the writer's I/O thread, but also from
+// the thread that calls start() (start-up messages), from the executor's thread (a close
+// that timed out) and, in configured writers, from the caller's thread (rate-limited
+// warnings of their hooks): it must be thread-safe and must not call back into the writer.
+// An empty LogSink means "write to stderr".
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
 std::string_view to_string(LogLevel level) noexcept;

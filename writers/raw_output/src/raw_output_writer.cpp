@@ -247,12 +247,13 @@ RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptio
 
 RawOutputWriter::~RawOutputWriter() { shutdown(); }
 
-void RawOutputWriter::start()
+void RawOutputWriter::on_disabled()
 {
-    JsonlRecordWriter::start();
     // The base logged why; without a directory there is nothing to record into.
-    if (state_->enabled && file_path().empty()) disable();
+    disable();
 }
+
+void RawOutputWriter::on_close_requested() { end_all("shutdown"); }
 
 void RawOutputWriter::on_chunk(const OutputChunk& c) noexcept
 {

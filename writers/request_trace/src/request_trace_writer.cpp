@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
-#include <unordered_set>
 #include <vector>
 
 namespace jsonlw {
@@ -203,7 +202,6 @@ struct RequestTraceWriter::Impl {
     const std::filesystem::path directory;
     const std::string suffix;
     const LogSink log;
-    std::atomic<bool> start_called{false};
     std::atomic<bool> started{false};  // start() found the directory usable
     std::optional<detail::TraceAccounting> accounting;  // durable mode only
 
@@ -215,8 +213,6 @@ struct RequestTraceWriter::Impl {
     std::size_t used = 0;
     BatchDelta delta;
     bool closed_published = false;
-    // Shards (relative paths) whose last append succeeded, so they end with '\n'. One
-    // process writes a shard (files are per pid), so nobody else can tear them.
 };
 
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
@@ -234,20 +230,12 @@ RequestTraceWriter::~RequestTraceWriter()
         impl_->accounting->publish(stats(), true);
 }
 
-void RequestTraceWriter::start()
+void RequestTraceWriter::on_start()
 {
-    // Checked before the drain exists, so the log sink is not called from two threads.
-    const auto& dir = impl_->directory;
-    if (!dir.empty() && !impl_->start_called.exchange(true)) {
-        std::error_code ec;
-        std::filesystem::create_directories(dir, ec);
-        // Otherwise the base logs why and disables the writer.
-        if (!ec && std::filesystem::is_directory(dir, ec)) {
-            impl_->started.store(true);
-            impl_->info(fmt::format("Recording request traces to {}", dir.native()));
-        }
-    }
-    JsonlRecordWriter::start();
+    // The directory exists and the drain has not started: the log sink is not called from
+    // two threads at once.
+    impl_->started.store(true);
+    impl_->info(fmt::format("Recording request traces to {}", impl_->directory.native()));
 }
 
 RecordResult RequestTraceWriter::record_request(RequestTrace rec)

@@ -71,19 +71,6 @@ public:
     RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts);
     ~RawOutputWriter() override;
 
-    // JsonlRecordWriter::start(), plus: a directory that could not be created turns the hook
-    // off (pending outputs are released and counted as not_recorded).
-    void start();
-
-    // Writes every pending output that produced something as a partial record with
-    // end_reason "shutdown", then JsonlRecordWriter::async_close().
-    template <class Token>
-    auto async_close(Token&& token)
-    {
-        end_all("shutdown");
-        return JsonlRecordWriter::async_close(std::forward<Token>(token));
-    }
-
     // The post-processor hook: what one output added at one step. A final chunk writes the
     // output's record. Never throws; a failure costs the record and is counted.
     void on_chunk(const OutputChunk& chunk) noexcept;
@@ -109,6 +96,10 @@ protected:
     // Groups the batch by the hour of finished_at: one append per hour folder.
     void write_batch(std::span<const RawOutputRecord> batch) override;
     std::size_t record_bytes(const RawOutputRecord& rec) const noexcept override;
+    // The directory could not be created: the hook stops keeping state.
+    void on_disabled() override;
+    // Close writes the outputs still in flight as partial, end_reason "shutdown".
+    void on_close_requested() override;
 
     // Where a finished record goes, on the caller's thread, outside the hook's lock: submit()
     // by default. An exception costs this record only (counted in hook_failures).

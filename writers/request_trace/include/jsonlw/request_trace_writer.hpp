@@ -64,10 +64,6 @@ public:
     RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts);
     ~RequestTraceWriter() override;
 
-    // The base's start(), plus "Recording request traces to <dir>" (info) when the
-    // directory is usable. Idempotent.
-    void start();
-
     // Queue one line. A zero recorded_at/finished_at is stamped now (a clock read, no
     // system call). Never blocks; returns what happened to the record.
     RecordResult record_request(RequestTrace rec);
@@ -83,6 +79,8 @@ public:
     std::filesystem::path responses_file(WallClock::time_point t) const;
 
 protected:
+    // "Recording request traces to <dir>" (info), once the directory is usable.
+    void on_start() override;
     void serialize(const RequestTraceRecord& rec, JsonLine& line) override;
     void write_batch(std::span<const RequestTraceRecord> batch) override;
     std::size_t record_bytes(const RequestTraceRecord& rec) const noexcept override;
