@@ -1,0 +1,144 @@
+// One measured run of one variant — jsonlw or a baseline — for each scenario. Each run starts
+// and ends in an empty directory, checks what reached the file, and reports a problem (never
+// throws) when the file or the counters are not what they must be.
+#pragma once
+
+#include "line_pool.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+// --- Throughput: N records from P producers, timed from the first submit until every byte is
+// in the file (closed). ---
+struct ThroughputSpec {
+    const LinePool* pool = nullptr;
+    std::size_t records = 0;
+    int producers = 1;
+    std::filesystem::path dir;
+    const std::string* prebuilt = nullptr;  // the write() limit's buffer (records lines)
+};
+
+struct ThroughputResult {
+    double seconds = 0;
+    std::uint64_t lines = 0;  // in the file afterwards
+    std::uint64_t bytes = 0;
+    std::uint64_t lost = 0;   // lines the variant did not write (spdlog overrun_oldest)
+    std::string problem;      // empty: the file holds what it must
+};
+
+ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s);
+
+// The configured writers, fed typed records. `lines` holds exactly the lines the writer writes
+// for them (taken from a calibration run), so the baselines append the same bytes.
+struct WriterWorkload {
+    enum class Kind { perf_metrics, raw_output } kind = Kind::perf_metrics;
+    std::string name;                       // "PerfMetricsWriter", ...
+    LinePool lines;
+    std::shared_ptr<const void> records;    // the typed records (jsonlw_runs.cpp)
+    std::size_t calls_per_record = 1;       // raw_output: on_chunk() calls per record
+    std::string problem;                    // the calibration failed
+};
+// The seed's worker record plus `extra_steps` more step_metrics entries (about 190 B each).
+WriterWorkload perf_metrics_workload(std::size_t extra_steps);
+// Outputs of about `line_bytes` (text, 4 frames, token ids), each fed as 4 on_chunk() calls.
+WriterWorkload raw_output_workload(std::size_t line_bytes, const std::filesystem::path& dir);
+// submit()/on_chunk() from the producers; the writer's own overflow policy (see the notes).
+ThroughputResult writer_throughput(const WriterWorkload& w, const ThroughputSpec& s);
+// serialize() of the workload's first record, CPU seconds for `iterations` records.
+double writer_serialize_seconds(const WriterWorkload& w, std::size_t iterations);
+ThroughputResult write_limit_throughput(const ThroughputSpec& s);
+ThroughputResult fprintf_throughput(const ThroughputSpec& s);
+enum class SpdlogMode { async_block, async_overrun_oldest, sync };
+ThroughputResult spdlog_throughput(const ThroughputSpec& s, SpdlogMode mode);
+
+// --- Submit cost: one producer (the calling thread) at a steady rate below saturation; one
+// call in `sample_every` timed, the record built before the timed call. ---
+struct SubmitCostSpec {
+    const LinePool* pool = nullptr;
+    double rate_per_s = 50000;
+    double seconds = 1;
+    std::size_t sample_every = 64;
+    std::filesystem::path dir;
+    unsigned flush_interval_ms = 0;  // jsonlw only: WriterOptions::flush_interval
+    bool from_loop = false;          // jsonlw only: call submit() from the io_context's thread
+    // The first calls warm caches (Asio's per-thread handler cache, page faults): neither
+    // timed nor counted in `allocations` (they go to warmup_allocations).
+    std::size_t warmup_calls = 1000;
+};
+
+struct SubmitCostResult {
+    std::vector<double> ns;      // the timed calls
+    std::uint64_t calls = 0;     // all calls (timed or not)
+    std::uint64_t allocations = 0;  // operator new calls inside the calls, on the caller's thread
+    std::uint64_t warmup_allocations = 0;  // the same during the warm-up calls
+    std::uint64_t refused = 0;   // calls that did not accept the record (should be 0)
+    double achieved_rate = 0;    // calls per second actually made
+    std::string problem;
+};
+
+SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s);
+SubmitCostResult fprintf_submit_cost(const SubmitCostSpec& s);
+SubmitCostResult spdlog_submit_cost(const SubmitCostSpec& s, SpdlogMode mode);
+
+// --- Overload: producers at full speed into a small queue for a fixed time. Run in a child
+// process of its own (see in_child) so its peak RSS is its own. Plain data only. ---
+enum class OverloadVariant { drop_newest, drop_oldest, block, spdlog_overrun_oldest, spdlog_block };
+
+struct OverloadSpec {
+    const LinePool* pool = nullptr;
+    int producers = 2;
+    double seconds = 5;
+    std::size_t queue_capacity = 1024;
+    std::filesystem::path dir;
+};
+
+struct OverloadResult {
+    double seconds = 0;             // first submit until close completed
+    std::uint64_t calls = 0;        // submit()/log() calls the producers made
+    std::uint64_t accepted = 0;     // calls that returned accepted (jsonlw)
+    std::uint64_t refused = 0;      // calls that returned dropped_queue_full (jsonlw)
+    std::uint64_t submitted = 0;    // stats().submitted
+    std::uint64_t written = 0;      // stats().written (jsonlw) or lines in the file (spdlog)
+    std::uint64_t drop_queue_full = 0, drop_oldest_evicted = 0, drop_malformed = 0;
+    std::uint64_t drop_write_error = 0, drop_shutdown = 0, drop_unexpected = 0, drop_closed = 0;
+    std::uint64_t dropped_total = 0, unknown = 0, pending = 0;
+    std::uint64_t lines = 0;        // in the file afterwards
+    std::uint64_t lost = 0;         // spdlog: calls - lines
+    long rss_start_kib = 0;         // ru_maxrss before the writer existed
+    long rss_peak_kib = 0;          // ru_maxrss after close
+    bool counts_exact = false;      // submitted == written + dropped + unknown, and all agree
+    char problem[240] = {};
+};
+
+OverloadResult run_overload(OverloadVariant v, const OverloadSpec& s);
+OverloadResult spdlog_overload(const OverloadSpec& s, bool block);  // queue = s.queue_capacity
+
+// --- Drain at close: `records` queued while the io_context is not running yet; timed from
+// async_close() until it completes. ---
+struct DrainResult {
+    double seconds = 0;
+    std::uint64_t lines = 0;
+    std::string problem;
+};
+DrainResult jsonlw_raw_drain(const LinePool& pool, std::size_t records,
+                             const std::filesystem::path& dir);
+
+// --- Serialization: ns per record of serialize() alone (no queue, no I/O). ---
+// Each returns the CPU seconds (of the calling thread) `iterations` records took. The loops
+// are also the callgrind entry points (bench::serialize_loop_*), see docs/benchmarks.md.
+double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, bool padded);
+double memcpy_line_seconds(const LinePool& pool, std::size_t iterations);
+double jsonline_seed_seconds(std::size_t iterations);
+double fmt_seed_seconds(std::size_t iterations);
+// The seed worker line as JsonLine builds it (to compare with the golden line).
+std::string jsonline_seed_line();
+
+bool have_spdlog() noexcept;
+
+}  // namespace bench

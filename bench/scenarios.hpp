@@ -1,0 +1,40 @@
+// The scenarios: each alternates jsonlw and its baselines (A B A B ..., a warm-up round first),
+// then adds a section per measured cell, and its goals, to the report.
+#pragma once
+
+#include "report.hpp"
+
+#include <cstddef>
+#include <filesystem>
+
+namespace bench {
+
+struct Config {
+    bool quick = false;
+    std::size_t records = 2'000'000;  // throughput: records of 250 B; larger ones: same bytes
+    int pairs = 5;                    // measured rounds after the warm-up
+    int warmups = 1;
+    std::filesystem::path dir;        // an empty work directory under $TMPDIR
+};
+
+// Overload runs each variant in a forked child, so it must run while this process has no
+// other thread (main runs it first).
+void overload_scenario(const Config& cfg, Report& report);
+void throughput_scenario(const Config& cfg, Report& report);
+void submit_scenario(const Config& cfg, Report& report);
+void drain_scenario(const Config& cfg, Report& report);
+void serialization_scenario(const Config& cfg, Report& report);
+
+// Progress on stderr: "[  12 s] text".
+void progress(const std::string& text);
+
+// The callgrind entry: `iterations` records of one serialize kind, nothing else timed.
+// Kinds: raw-250, raw-250-padded, raw-1k, raw-4k, raw-seed, memcpy-250, jsonline-seed, fmt-seed.
+bool callgrind_serialize(const std::string& kind, std::size_t iterations);
+
+// The profiling entry: one jsonlw run of a scenario, with its result on stderr. Kinds:
+// raw-250, raw-1k, raw-4k (throughput, 1 producer, cfg.records of 250 B worth), perf-seed,
+// drain, submit (from another thread), submit-loop (on the loop thread).
+bool profile_run(const std::string& kind, const Config& cfg);
+
+}  // namespace bench
