@@ -1,5 +1,6 @@
 #include <jsonlw/json_line.hpp>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <array>
@@ -122,7 +123,7 @@ JsonLine& JsonLine::value(double d)
     }
     separate();
     const std::size_t at = out_->size();
-    fmt::format_to(fmt::appender(*out_), "{}", d);
+    fmt::format_to(fmt::appender(*out_), FMT_COMPILE("{}"), d);
     // Shortest round-trip, spelled as Python's repr(): an integral value keeps ".0", so a
     // float stays a float for every reader (1000.0, not 1000; 1e+16 as is).
     bool integral = true;
@@ -145,14 +146,16 @@ JsonLine& JsonLine::number_or_null(double d)
 JsonLine& JsonLine::integer(std::int64_t v)
 {
     separate();
-    fmt::format_to(fmt::appender(*out_), "{}", v);
+    const fmt::format_int digits(v);
+    out_->append(digits.data(), digits.data() + digits.size());
     need_comma_ = true;
     return *this;
 }
 JsonLine& JsonLine::unsigned_integer(std::uint64_t v)
 {
     separate();
-    fmt::format_to(fmt::appender(*out_), "{}", v);
+    const fmt::format_int digits(v);
+    out_->append(digits.data(), digits.data() + digits.size());
     need_comma_ = true;
     return *this;
 }
@@ -179,6 +182,8 @@ void JsonLine::append_escaped(std::string_view s)
     const std::size_t n = s.size();
     std::size_t run = 0;  // start of the pending run of bytes copied as is
     std::size_t i = 0;
+    // Most keys and many values need no escape: one tight scan, then one copy.
+    while (i < n && byte_class[p[i]] == 0) ++i;
     while (i < n) {
         const std::uint8_t cls = byte_class[p[i]];
         if (cls == 0) {
