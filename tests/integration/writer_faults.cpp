@@ -1,0 +1,271 @@
+// Failing appends (scenario f of issue 2 point 5, and the seed's write-failure tests): real
+// faults (a file that is a symlink to /dev/full gives ENOSPC; a directory path through a
+// regular file gives ENOTDIR) and injected ones through the FileIo seam (EIO, EINTR, short
+// writes). A failure costs its batch, is counted and warned about (rate-limited), never the
+// drain; once the fault clears, later records are written again.
+#define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <catch2/catch.hpp>
+
+#include "common.hpp"
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+using namespace jsonlw_test;
+using jsonlw::LogLevel;
+using jsonlw::SubmitResult;
+
+namespace {
+
+std::string line_of(int id)
+{
+    return R"({"id":)" + std::to_string(id) + R"(,"text":"r)" + std::to_string(id) + R"(","value":0.0})";
+}
+
+}  // namespace
+
+TEST_CASE("an append the filesystem refuses (a symlink to /dev/full: ENOSPC) costs its batch with one warning; once the fault clears, records are written again",
+          "[integration][faults][seed][5f]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    const auto target = dir / "full.jsonl";
+    std::filesystem::create_symlink("/dev/full", target);
+    RoutedWriter w(loop.executor(), test_options(dir.path(), logs), RoutedWriter::to(target));
+    w.start();
+    loop.start();
+
+    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
+    REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
+    flush(w);
+    auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 0);
+    CHECK(s.dropped.write_error == 2);
+    CHECK(s.batches == 0);
+    CHECK(invariant_holds(s));
+    INFO(logs.dump());
+    auto warnings = logs.matching(LogLevel::warning, "Failed to write test JSONL");
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("No space left on device") != std::string::npos);
+
+    // Still failing: counted, not warned again (rate limit).
+    REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);
+    flush(w);
+    CHECK(w.stats().dropped.write_error == 3);
+    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
+
+    // The fault clears: the path becomes an ordinary (new) file.
+    std::filesystem::remove(target);
+    REQUIRE(w.submit(rec(4)) == SubmitResult::accepted);
+    REQUIRE(w.submit(rec(5)) == SubmitResult::accepted);
+    flush(w);
+    s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 2);
+    CHECK(s.dropped.write_error == 3);
+    CHECK(invariant_holds(s));
+    CHECK(std::filesystem::is_regular_file(std::filesystem::symlink_status(target)));
+    CHECK(read_lines(target) == std::vector<std::string>{line_of(4), line_of(5)});
+    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
+}
+
+TEST_CASE("a directory path through a regular file (ENOTDIR) costs the batch with a warning; once the fault clears, records are written again",
+          "[integration][faults][5f]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    write_file(dir / "blocker", "not a directory\n");
+    const auto target = dir / "blocker" / "x.jsonl";
+    RoutedWriter w(loop.executor(), test_options(dir.path(), logs), RoutedWriter::to(target));
+    w.start();
+    loop.start();
+
+    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
+    flush(w);
+    auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 0);
+    CHECK(s.dropped.write_error == 1);
+    CHECK(invariant_holds(s));
+    INFO(logs.dump());
+    const auto warnings = logs.matching(LogLevel::warning, "Failed to write test JSONL");
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("Not a directory") != std::string::npos);
+
+    std::filesystem::remove(dir / "blocker");
+    REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
+    flush(w);
+    s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 1);
+    CHECK(s.dropped.write_error == 1);
+    CHECK(invariant_holds(s));
+    CHECK(read_lines(target) == std::vector<std::string>{line_of(2)});
+}
+
+TEST_CASE("an append that fails with EIO costs only its batch, warns once, and the drain goes on", "[integration][faults][seed][5f]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    w.start();
+    loop.start();
+
+    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
+    flush(w);
+    seam->fail_writev(EIO, 1);
+    REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
+    REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);
+    flush(w);  // 2 and 3: one batch or two; only the failed one is lost
+    REQUIRE(w.submit(rec(4)) == SubmitResult::accepted);
+    flush(w);
+
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    const auto ids = ids_of(read_lines(w.file_path()));
+    INFO(logs.dump());
+    REQUIRE(ids.size() >= 2);
+    CHECK(ids.front() == 1);
+    CHECK(ids.back() == 4);
+    CHECK(s.written == ids.size());
+    CHECK(s.dropped.write_error == 4 - ids.size());
+    CHECK(s.dropped.write_error >= 1);
+    CHECK(s.dropped.unexpected == 0);
+    CHECK(invariant_holds(s));
+    const auto warnings = logs.matching(LogLevel::warning, "Failed to write test JSONL");
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("Input/output error") != std::string::npos);
+    CHECK(logs.count(LogLevel::error) == 0);
+}
+
+TEST_CASE("write failures are warned about first, then every 1000th", "[integration][faults][5f]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    seam->fail_writev(ENOSPC, -1);
+    auto o = test_options(dir.path(), logs);
+    o.file_io = seam;
+    o.batch_records = 1;
+    o.queue_capacity = 4096;
+    TestWriter w(loop.executor(), o);
+    w.start();
+    for (int i = 0; i < 2500; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    loop.start();
+    flush(w);
+
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.dropped.write_error == 2500);
+    CHECK(s.written == 0);
+    CHECK(invariant_holds(s));
+    INFO(logs.dump().substr(0, 2000));
+    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 3);
+    CHECK(logs.count(LogLevel::warning, "No space left on device") == 3);
+}
+
+TEST_CASE("a write interrupted by EINTR is retried: nothing is lost or counted as an error", "[integration][faults]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    seam->eintr_once();
+    auto o = test_options(dir.path(), logs);
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    w.start();
+    for (int i = 0; i < 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    loop.start();
+    flush(w);
+
+    CHECK(read_lines(w.file_path()) ==
+          std::vector<std::string>{line_of(0), line_of(1), line_of(2), line_of(3), line_of(4)});
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 5);
+    CHECK(s.dropped.total() == 0);
+    CHECK(invariant_holds(s));
+    CHECK(seam->writev_count() >= 2);
+    CHECK(logs.count(LogLevel::warning) == 0);
+}
+
+TEST_CASE("a short write is completed: every line reaches the file whole", "[integration][faults]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    seam->short_write_once();
+    auto o = test_options(dir.path(), logs);
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    w.start();
+    std::vector<std::string> want;
+    for (int i = 0; i < 10; ++i) {
+        REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+        want.push_back(line_of(i));
+    }
+    loop.start();
+    flush(w);
+
+    CHECK(read_lines(w.file_path()) == want);
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 10);
+    CHECK(s.bytes == read_file(w.file_path()).size());
+    CHECK(s.dropped.total() == 0);
+    CHECK(invariant_holds(s));
+    CHECK(seam->writev_count() >= 2);
+    CHECK(logs.count(LogLevel::warning) == 0);
+}
+
+TEST_CASE("a disk that fills up in the middle of a line leaves a torn tail that the next record never glues onto",
+          "[integration][faults][torn]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    w.start();
+    loop.start();
+
+    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
+    flush(w);
+    seam->short_write_once(ENOSPC);  // half of record 2's line, then ENOSPC
+    REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
+    flush(w);
+    auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 1);
+    CHECK(s.dropped.write_error + s.unknown == 1);
+    CHECK(invariant_holds(s));
+    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
+
+    REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);
+    flush(w);
+    s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 2);
+    CHECK(invariant_holds(s));
+    const auto lines = read_lines(w.file_path());
+    INFO(read_file(w.file_path()));
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0] == line_of(1));
+    CHECK(line_of(2).rfind(lines[1], 0) == 0);  // the torn half of record 2, alone on its line
+    CHECK(lines[1].size() < line_of(2).size());
+    CHECK(lines[2] == line_of(3));
+    CHECK(read_file(w.file_path()).back() == '\n');
+}

@@ -1,0 +1,336 @@
+// Overflow policies with a full queue (scenario c of issue 2 point 5, and the seed's queue-full
+// test). The queue is filled deterministically: a seam holds the append of record 0, so the
+// drain is stuck while the test fills the queue; what was popped before the hold is computed
+// from the results and stats, never assumed.
+#define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <catch2/catch.hpp>
+
+#include "common.hpp"
+
+#include <chrono>
+#include <future>
+#include <regex>
+#include <string>
+#include <vector>
+
+using namespace jsonlw_test;
+using jsonlw::LogLevel;
+using jsonlw::Overflow;
+using jsonlw::SubmitResult;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The n of every "Dropped <n> test records" warning, in order.
+std::vector<long> drop_warnings(const LogCapture& logs)
+{
+    std::vector<long> out;
+    const std::regex re(R"(^Dropped (\d+) test records)");
+    for (const auto& e : logs.entries()) {
+        std::smatch m;
+        if (std::regex_search(e.text, m, re)) {
+            CHECK(e.level == LogLevel::warning);
+            out.push_back(std::stol(m[1]));
+        }
+    }
+    return out;
+}
+
+// Submits record 0 and waits until its append is held inside the seam.
+template <class W>
+void stall_drain(W& w, SeamFileIo& seam)
+{
+    seam.hold_writev();
+    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
+    REQUIRE(seam.wait_writev_held());
+}
+
+// Submits records 1, 2, ... until one is refused (drop_newest); returns the refused id.
+template <class W>
+int fill_until_refused(W& w, int limit = 1000)
+{
+    int id = 1;
+    for (;; ++id) {
+        REQUIRE(id < limit);
+        const auto r = w.submit(rec(id));
+        if (r != SubmitResult::accepted) {
+            REQUIRE(r == SubmitResult::dropped_queue_full);
+            return id;
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a full queue drops the newest records, counts them and logs the first drop only", "[integration][overflow][seed][5c]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 8;
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    ReleaseOnExit release(seam);
+    w.start();
+    loop.start();
+
+    stall_drain(w, *seam);
+    const int first_refused = fill_until_refused(w);
+    CHECK(first_refused - 1 >= 8);  // the queue held at least its capacity
+    for (int i = 1; i <= 4; ++i) CHECK(w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full);
+
+    auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.dropped.queue_full == 5);
+    CHECK(s.submitted == static_cast<std::uint64_t>(first_refused) + 5);
+    CHECK(invariant_holds(s));
+
+    seam->release();
+    flush(w);
+    s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == static_cast<std::uint64_t>(first_refused));
+    CHECK(s.pending == 0);
+    CHECK(invariant_holds(s));
+    // The queued records are kept, in order; none of the refused ones is written.
+    std::vector<std::int64_t> want;
+    for (int i = 0; i < first_refused; ++i) want.push_back(i);
+    CHECK(ids_of(read_lines(w.file_path())) == want);
+    INFO(logs.dump());
+    CHECK(drop_warnings(logs) == std::vector<long>{1});
+    CHECK(logs.count(LogLevel::warning, "Dropped 1 test records") == 1);
+}
+
+TEST_CASE("a full queue drops the newest, counts every drop and logs the first drop and every 1000th", "[integration][overflow][5c]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 16;
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    ReleaseOnExit release(seam);
+    w.start();
+    loop.start();
+
+    stall_drain(w, *seam);
+    const int first_refused = fill_until_refused(w);
+    int refused = 0;
+    for (int i = 1; i <= 2000; ++i) refused += w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full;
+    CHECK(refused == 2000);
+    CHECK(w.stats().dropped.queue_full == 2001);
+
+    seam->release();
+    flush(w);
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.dropped.queue_full == 2001);
+    CHECK(s.written == static_cast<std::uint64_t>(first_refused));
+    CHECK(s.submitted == static_cast<std::uint64_t>(first_refused) + 2001);
+    CHECK(invariant_holds(s));
+    INFO(logs.dump());
+    CHECK(drop_warnings(logs) == std::vector<long>{1, 1000, 2000});
+}
+
+TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and the newest records are written", "[integration][overflow][5c]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 4;
+    o.batch_records = 1;
+    o.overflow = Overflow::drop_oldest;
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    ReleaseOnExit release(seam);
+    w.start();
+    loop.start();
+
+    stall_drain(w, *seam);
+    for (int i = 1; i <= 10; ++i) CHECK(w.submit(rec(i)) == SubmitResult::accepted);
+    auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.dropped.queue_full == 0);
+    CHECK(s.dropped.oldest_evicted >= 5);  // 10 into 4 slots (+ at most one popped batch of 1)
+    CHECK(invariant_holds(s));
+
+    seam->release();
+    flush(w);
+    s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.submitted == 11);
+    CHECK(s.written + s.dropped.oldest_evicted == 11);
+    CHECK(s.dropped.total() == s.dropped.oldest_evicted);
+    CHECK(invariant_holds(s));
+    // Record 0 (already being written), then the newest ones, consecutive up to 10.
+    const auto ids = ids_of(read_lines(w.file_path()));
+    REQUIRE(ids.size() == s.written);
+    REQUIRE(ids.size() >= 5);
+    CHECK(ids.front() == 0);
+    for (std::size_t i = 1; i < ids.size(); ++i) CHECK(ids[i] == static_cast<std::int64_t>(11 - ids.size() + i));
+    CHECK(drop_warnings(logs).empty());
+}
+
+TEST_CASE("block waits at most block_timeout for room, then drops and counts the record", "[integration][overflow][5c]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 2;
+    o.batch_records = 1;
+    o.overflow = Overflow::block;
+    o.block_timeout = std::chrono::milliseconds(100);
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    ReleaseOnExit release(seam);
+    w.start();
+    loop.start();
+
+    stall_drain(w, *seam);
+    int id = 1;
+    SubmitResult r = SubmitResult::accepted;
+    Clock::duration took{};
+    for (; r == SubmitResult::accepted; ++id) {
+        REQUIRE(id < 10);
+        const auto t0 = Clock::now();
+        r = w.submit(rec(id));
+        took = Clock::now() - t0;
+    }
+    const int refused = id - 1;
+    CHECK(r == SubmitResult::dropped_queue_full);
+    CHECK(refused - 1 >= 2);  // two queued before the refusal
+    CHECK(took >= std::chrono::milliseconds(100));
+    CHECK(took < std::chrono::milliseconds(100) + std::chrono::seconds(5));
+
+    auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.dropped.queue_full == 1);
+    CHECK(invariant_holds(s));
+
+    seam->release();
+    flush(w);
+    s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == static_cast<std::uint64_t>(refused));
+    CHECK(s.dropped.queue_full == 1);
+    CHECK(invariant_holds(s));
+    std::vector<std::int64_t> want;
+    for (int i = 0; i < refused; ++i) want.push_back(i);
+    CHECK(ids_of(read_lines(w.file_path())) == want);
+}
+
+TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[integration][overflow][5c]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 2;
+    o.batch_records = 1;
+    o.overflow = Overflow::block;
+    o.block_timeout = std::chrono::seconds(20);
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    ReleaseOnExit release(seam);
+    w.start();
+    loop.start();
+
+    stall_drain(w, *seam);
+    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
+    REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
+    // The queue is full now: this submit waits on its own thread until the seam lets go.
+    auto waiting = std::async(std::launch::async, [&] { return w.submit(rec(3)); });
+    seam->release();
+    CHECK(get_within(waiting) == SubmitResult::accepted);
+    flush(w);
+    CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.dropped.total() == 0);
+    CHECK(invariant_holds(s));
+}
+
+TEST_CASE("async_submit under block waits without blocking its caller: accepted once there is room, dropped after block_timeout",
+          "[integration][overflow][async][5c]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 2;
+    o.batch_records = 1;
+    o.overflow = Overflow::block;
+    o.file_io = seam;
+
+    SECTION("room appears: accepted")
+    {
+        o.block_timeout = std::chrono::seconds(20);
+        TestWriter w(loop.executor(), o);
+        ReleaseOnExit release(seam);
+        w.start();
+        loop.start();
+        stall_drain(w, *seam);
+        REQUIRE(get_within(w.async_submit(rec(1), boost::asio::use_future)) == SubmitResult::accepted);
+        REQUIRE(get_within(w.async_submit(rec(2), boost::asio::use_future)) == SubmitResult::accepted);
+        auto f = w.async_submit(rec(3), boost::asio::use_future);
+        // The call returned at once; the operation cannot complete while the append is held.
+        CHECK(f.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+        seam->release();
+        CHECK(get_within(f) == SubmitResult::accepted);
+        flush(w);
+        CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
+        CHECK(invariant_holds(w.stats()));
+    }
+    SECTION("no room within block_timeout: dropped_queue_full, counted")
+    {
+        o.block_timeout = std::chrono::milliseconds(100);
+        TestWriter w(loop.executor(), o);
+        ReleaseOnExit release(seam);
+        w.start();
+        loop.start();
+        stall_drain(w, *seam);
+        int id = 1;
+        SubmitResult r = SubmitResult::accepted;
+        for (; r == SubmitResult::accepted; ++id) {
+            REQUIRE(id < 10);
+            r = get_within(w.async_submit(rec(id), boost::asio::use_future));
+        }
+        CHECK(r == SubmitResult::dropped_queue_full);
+        auto s = w.stats();
+        INFO("stats: " << s);
+        CHECK(s.dropped.queue_full == 1);
+        CHECK(invariant_holds(s));
+        seam->release();
+        flush(w);
+        s = w.stats();
+        INFO("stats: " << s);
+        CHECK(s.written == static_cast<std::uint64_t>(id - 1));  // records 0 .. id-2
+        CHECK(invariant_holds(s));
+    }
+}
+
+TEST_CASE("async_submit without the block policy completes at once with what submit would return", "[integration][overflow][async]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    w.start();
+    loop.start();
+    CHECK(get_within(w.async_submit(rec(1), boost::asio::use_future)) == SubmitResult::accepted);
+    flush(w);
+    CHECK(count_lines(w.file_path()) == 1);
+    close(w);
+    CHECK(get_within(w.async_submit(rec(2), boost::asio::use_future)) == SubmitResult::closed);
+    CHECK(w.stats().dropped.closed == 1);
+}

@@ -1,0 +1,273 @@
+// Closing and destroying writers (scenarios g and h of issue 2 point 5, and the seed's close
+// tests): close drains, later submits are refused and counted, a stuck append cannot hold
+// close past shutdown_timeout (+250 ms), and destructors never hang.
+#define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <catch2/catch.hpp>
+
+#include "common.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace jsonlw_test;
+using jsonlw::LogLevel;
+using jsonlw::SubmitResult;
+using Clock = std::chrono::steady_clock;
+
+TEST_CASE("async_close writes every queued record before completing, and a later submit returns closed and is counted",
+          "[integration][shutdown][seed][5g]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 4096;
+    o.batch_records = 16;
+    TestWriter w(loop.executor(), o);
+    w.start();
+    for (int i = 0; i < 2000; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    loop.start();
+    const auto report = close(w);  // issued while (nearly) everything is still queued
+
+    CHECK(report.drained);
+    CHECK(report.stats.submitted == 2000);
+    CHECK(report.stats.written == 2000);
+    CHECK(report.stats.pending == 0);
+    CHECK(report.stats.dropped.total() == 0);
+    CHECK(invariant_holds(report.stats));
+    CHECK(count_lines(w.file_path()) == 2000);
+    std::vector<std::int64_t> want(2000);
+    for (int i = 0; i < 2000; ++i) want[static_cast<std::size_t>(i)] = i;
+    CHECK(ids_of(read_lines(w.file_path())) == want);
+
+    CHECK(w.submit(rec(5000)) == SubmitResult::closed);
+    CHECK(w.submit(rec(5001)) == SubmitResult::closed);
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.submitted == 2002);
+    CHECK(s.dropped.closed == 2);
+    CHECK(s.written == 2000);
+    CHECK(invariant_holds(s));
+    CHECK(count_lines(w.file_path()) == 2000);
+
+    // Flush and close again after close: both complete; the second close reports the same.
+    flush(w);
+    const auto again = close(w);
+    CHECK(again.drained);
+    CHECK(again.stats.written == 2000);
+    CHECK(invariant_holds(again.stats));
+    CHECK(logs.count(LogLevel::error) == 0);
+}
+
+TEST_CASE("async_close of an idle writer completes at once with drained = true", "[integration][shutdown]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    w.start();
+    loop.start();
+    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
+    flush(w);
+    const auto report = close(w);
+    CHECK(report.drained);
+    CHECK(report.stats.written == 1);
+    CHECK(report.stats == w.stats());
+}
+
+TEST_CASE("async_close with an append stuck past shutdown_timeout completes within the timeout plus 250 ms and counts what was not written",
+          "[integration][shutdown][seed][5h]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.shutdown_timeout = std::chrono::milliseconds(300);
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    ReleaseOnExit release(seam);
+    w.start();
+    loop.start();
+
+    seam->hold_writev();
+    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
+    REQUIRE(seam->wait_writev_held());  // record 0's append is stuck
+    for (int i = 1; i <= 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+
+    const auto t0 = Clock::now();
+    auto pending = w.async_close(boost::asio::use_future);
+    const auto report = get_within(pending);
+    const auto took = Clock::now() - t0;
+    CHECK(took >= std::chrono::milliseconds(300));
+    CHECK(took < std::chrono::milliseconds(300 + 250));
+
+    CHECK_FALSE(report.drained);
+    const auto& s = report.stats;
+    INFO("stats: " << s);
+    CHECK(s.submitted == 6);
+    CHECK(s.written == 0);
+    CHECK(s.unknown == 1);            // record 0: its append never came back
+    CHECK(s.dropped.shutdown == 5);   // still queued when time ran out
+    CHECK(s.pending == 0);
+    CHECK(invariant_holds(s));
+    CHECK(w.submit(rec(6)) == SubmitResult::closed);
+
+    // The stuck call returns later; the accounting stays consistent and the writer can go.
+    seam->release();
+    CHECK(wait_until([&] { return seam->writev_returned() >= 1; }));
+    const auto after = w.stats();
+    CHECK(invariant_holds(after));
+    CHECK(after.submitted == 7);
+    CHECK(after.dropped.closed == 1);
+}
+
+TEST_CASE("destroying a writer that was never closed does not hang", "[integration][shutdown][5h]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 4096;
+    std::filesystem::path path;
+
+    SECTION("with the loop running and records queued")
+    {
+        loop.start();
+        {
+            TestWriter w(loop.executor(), o);
+            w.start();
+            path = w.file_path();
+            for (int i = 0; i < 3000; ++i) w.submit(rec(i));
+        }
+        // Whatever reached the file before the writer went is whole lines, in order.
+        const auto lines = read_lines(path);
+        CHECK(lines.size() <= 3000);
+        for (std::size_t i = 0; i < lines.size(); ++i) CHECK(json_id(lines[i]) == static_cast<std::int64_t>(i));
+    }
+    // "With the loop never run" is in writer_lifetime.cpp, repeated, in its own executable.
+    SECTION("never started")
+    {
+        {
+            TestWriter w(loop.executor(), o);
+            w.submit(rec(1));
+        }
+        CHECK(files_in(dir.path()).empty());
+    }
+    SECTION("right after a flush, with the loop running")
+    {
+        loop.start();
+        {
+            TestWriter w(loop.executor(), o);
+            w.start();
+            for (int i = 0; i < 10; ++i) w.submit(rec(i));
+            flush(w);
+            path = w.file_path();
+        }
+        CHECK(count_lines(path) == 10);
+    }
+}
+
+TEST_CASE("a close issued from the completion handler of a flush drains everything", "[integration][shutdown]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    w.start();
+    loop.start();
+    std::promise<jsonlw::CloseReport> done;
+    auto f = done.get_future();
+    std::error_code flush_error = jsonlw::errc::timed_out;
+    for (int i = 0; i < 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    // Chained on the loop thread: the close is issued from the flush's completion handler.
+    w.async_flush([&](std::error_code ec) {
+        flush_error = ec;
+        w.async_close([&](std::error_code, jsonlw::CloseReport r) { done.set_value(r); });
+    });
+    const auto report = get_within(f);
+    CHECK_FALSE(flush_error);
+    CHECK(report.drained);
+    CHECK(report.stats.written == 100);
+    CHECK(count_lines(w.file_path()) == 100);
+}
+
+TEST_CASE("on_close runs once on the I/O thread after every queued record is written, before close completes",
+          "[integration][shutdown][on_close]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 4096;
+    TestWriter w(loop.executor(), o);
+    std::atomic<std::size_t> lines_seen{0};
+    std::atomic<bool> on_loop{true};
+    w.on_close_action([&] {
+        lines_seen = count_lines(w.file_path());
+        on_loop = loop.executor().running_in_this_thread();
+    });
+    w.start();
+    for (int i = 0; i < 1000; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    loop.start();
+    flush(w);
+    CHECK(w.on_close_calls() == 0);  // a flush is not a close
+    for (int i = 1000; i < 1500; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    const auto report = close(w);
+    CHECK(report.drained);
+    CHECK(w.on_close_calls() == 1);
+    CHECK(lines_seen.load() == 1500);
+    CHECK_FALSE(on_loop.load());
+    close(w);
+    CHECK(w.on_close_calls() == 1);
+}
+
+TEST_CASE("on_close is not called when close runs out of time", "[integration][shutdown][on_close]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.shutdown_timeout = std::chrono::milliseconds(100);
+    o.file_io = seam;
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    {
+        TestWriter w(loop.executor(), o);
+        ReleaseOnExit release(seam);
+        w.on_close_action([calls] { ++*calls; });
+        w.start();
+        loop.start();
+        seam->hold_writev();
+        REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
+        REQUIRE(seam->wait_writev_held());
+        const auto report = close(w);
+        CHECK_FALSE(report.drained);
+        CHECK(calls->load() == 0);
+        seam->release();
+        CHECK(wait_until([&] { return seam->writev_returned() >= 1; }));
+    }
+    CHECK(calls->load() == 0);
+}
+
+TEST_CASE("an exception from on_close is logged as unexpected and close still completes", "[integration][shutdown][on_close]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    w.on_close_action([] { throw std::runtime_error("trailer bug"); });
+    w.start();
+    loop.start();
+    for (int i = 0; i < 10; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    const auto report = close(w);
+    CHECK(report.stats.written == 10);
+    CHECK(invariant_holds(report.stats));
+    INFO(logs.dump());
+    CHECK(logs.count(LogLevel::error, "trailer bug") == 1);
+    CHECK(count_lines(w.file_path()) == 10);
+}

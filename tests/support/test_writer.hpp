@@ -1,0 +1,187 @@
+// Small writers for the tests.
+//
+// Rec is a small record; TestWriter writes it as {"id":..,"text":..,"value":..} with JsonLine
+// and fails on request: MalformedRecord (throw_malformed), a serializer bug
+// (throw_other: std::runtime_error), a configured malformed error (throw_key_error: KeyError,
+// which TestWriter::malformed_error() calls malformed, like the seed's KeyError), and a
+// layout bug in write_batch (fail_write_batch). Every failure writes part of the line first,
+// so a test also sees that the partial output is discarded.
+//
+// RoutedWriter overrides write_batch() with a per-key layout: records go, grouped by
+// route(record), through serialize_batch() (the pointer form: a group's records need not be
+// adjacent in the batch) and append() — like a writer that keeps a file per key. It keeps
+// every AppendResult for the test to look at.
+//
+// TestWriter counts on_close() calls and can run an action there (or throw from it).
+//
+// Both call shutdown() first in their destructor, as every subclass whose serialize() or
+// write_batch() uses its own members must: the base destructor runs after the members are
+// gone.
+#pragma once
+
+#include <jsonlw/jsonl_record_writer.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <iterator>
+#include <mutex>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace jsonlw_test {
+
+struct Rec {
+    int id = 0;
+    std::string text;
+    double value = 0;
+    bool throw_malformed = false;
+    bool throw_other = false;
+    std::string key;
+    bool throw_key_error = false;
+    bool fail_write_batch = false;
+};
+
+// The seed's KeyError: an error the configuration declares "cannot be represented".
+struct KeyError : std::out_of_range {
+    using std::out_of_range::out_of_range;
+};
+
+inline Rec rec(int id, std::string text = "", double value = 0)
+{
+    Rec r;
+    r.id = id;
+    r.text = text.empty() ? "r" + std::to_string(id) : std::move(text);
+    r.value = value;
+    return r;
+}
+
+class TestWriter : public jsonlw::JsonlRecordWriter<Rec> {
+public:
+    using JsonlRecordWriter::JsonlRecordWriter;
+    ~TestWriter() override { shutdown(); }
+
+    // Threads serialize() ran on.
+    std::set<std::thread::id> serialize_threads() const
+    {
+        std::lock_guard lock(mutex_);
+        return serialize_threads_;
+    }
+
+    // on_close(): how often it ran, and what it does (set before start()).
+    int on_close_calls() const { return on_close_calls_.load(); }
+    void on_close_action(std::function<void()> f) { on_close_action_ = std::move(f); }
+
+protected:
+    void serialize(const Rec& r, jsonlw::JsonLine& line) override
+    {
+        note_thread();
+        line.begin_object().field("id", r.id);
+        if (r.throw_malformed) throw jsonlw::MalformedRecord("record " + std::to_string(r.id) + " is bad");
+        if (r.throw_other) throw std::runtime_error("serializer bug in " + std::to_string(r.id));
+        if (r.throw_key_error) throw KeyError("'server'");
+        line.field("text", r.text).field("value", r.value).end_object();
+    }
+
+    void on_close() override
+    {
+        ++on_close_calls_;
+        if (on_close_action_) on_close_action_();
+    }
+
+    bool malformed_error(const std::exception& e) const noexcept override
+    {
+        return dynamic_cast<const KeyError*>(&e) != nullptr;
+    }
+
+    void write_batch(std::span<const Rec> batch) override
+    {
+        throw_if_asked(batch);
+        JsonlRecordWriter::write_batch(batch);
+    }
+
+    static void throw_if_asked(std::span<const Rec> batch)
+    {
+        for (const Rec& r : batch)
+            if (r.fail_write_batch)
+                throw std::runtime_error("layout bug at " + std::to_string(r.id));
+    }
+
+private:
+    void note_thread()
+    {
+        std::lock_guard lock(mutex_);
+        serialize_threads_.insert(std::this_thread::get_id());
+    }
+
+    mutable std::mutex mutex_;
+    std::set<std::thread::id> serialize_threads_;
+    std::atomic<int> on_close_calls_{0};
+    std::function<void()> on_close_action_;
+};
+
+class RoutedWriter : public TestWriter {
+public:
+    using Route = std::function<std::filesystem::path(const Rec&)>;
+
+    RoutedWriter(boost::asio::any_io_executor ex, jsonlw::WriterOptions opts, Route route)
+        : TestWriter(std::move(ex), std::move(opts)), route_(std::move(route))
+    {
+    }
+    ~RoutedWriter() override { shutdown(); }
+
+    // <dir>/<key>/part.jsonl
+    static Route by_key(std::filesystem::path dir)
+    {
+        return [dir = std::move(dir)](const Rec& r) { return dir / r.key / "part.jsonl"; };
+    }
+    // Every record to one fixed file.
+    static Route to(std::filesystem::path file)
+    {
+        return [file = std::move(file)](const Rec&) { return file; };
+    }
+
+    // What each append() returned, in order.
+    std::vector<jsonlw::AppendResult> append_results() const
+    {
+        std::lock_guard lock(results_mutex_);
+        return results_;
+    }
+
+protected:
+    void write_batch(std::span<const Rec> batch) override
+    {
+        throw_if_asked(batch);
+        // Groups in order of first appearance; submission order is kept within a group.
+        std::vector<std::pair<std::filesystem::path, std::vector<const Rec*>>> groups;
+        for (const Rec& r : batch) {
+            std::filesystem::path p = route_(r);
+            auto it = std::find_if(groups.begin(), groups.end(),
+                                   [&](const auto& g) { return g.first == p; });
+            if (it == groups.end()) {
+                groups.emplace_back(std::move(p), std::vector<const Rec*>{});
+                it = std::prev(groups.end());
+            }
+            it->second.push_back(&r);
+        }
+        for (const auto& [path, group] : groups) {
+            const jsonlw::AppendResult r =
+                this->append(path, this->serialize_batch(std::span<const Rec* const>(group)));
+            std::lock_guard lock(results_mutex_);
+            results_.push_back(r);
+        }
+    }
+
+private:
+    Route route_;
+    mutable std::mutex results_mutex_;
+    std::vector<jsonlw::AppendResult> results_;
+};
+
+}  // namespace jsonlw_test
