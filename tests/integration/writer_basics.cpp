@@ -16,7 +16,7 @@
 #include <cmath>
 #include <ctime>
 #include <limits>
-#include <regex>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -108,17 +108,21 @@ TEST_CASE("records become one compact JSON line each, in submission order, in <s
     const std::string prefix = "test-" + hostname() + "-" + std::to_string(::getpid()) + "-";
     INFO("file name " << name);
     REQUIRE(name.rfind(prefix, 0) == 0);
+    // YYYYMMDDTHHMMSSZ.jsonl
     const std::string stamp = name.substr(prefix.size());
-    std::smatch m;
-    const std::regex pattern(R"((\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z\.jsonl)");
-    REQUIRE(std::regex_match(stamp, m, pattern));
+    REQUIRE(stamp.size() == 22);
+    for (std::size_t i : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 9u, 10u, 11u, 12u, 13u, 14u})
+        REQUIRE(std::isdigit(static_cast<unsigned char>(stamp[i])));
+    REQUIRE(stamp[8] == 'T');
+    REQUIRE(stamp.substr(15) == "Z.jsonl");
+    const auto num = [&](std::size_t pos, std::size_t len) { return std::stoi(stamp.substr(pos, len)); };
     std::tm tm{};
-    tm.tm_year = std::stoi(m[1]) - 1900;
-    tm.tm_mon = std::stoi(m[2]) - 1;
-    tm.tm_mday = std::stoi(m[3]);
-    tm.tm_hour = std::stoi(m[4]);
-    tm.tm_min = std::stoi(m[5]);
-    tm.tm_sec = std::stoi(m[6]);
+    tm.tm_year = num(0, 4) - 1900;
+    tm.tm_mon = num(4, 2) - 1;
+    tm.tm_mday = num(6, 2);
+    tm.tm_hour = num(9, 2);
+    tm.tm_min = num(11, 2);
+    tm.tm_sec = num(13, 2);
     const std::time_t t = ::timegm(&tm);
     CHECK(t >= before - 1);
     CHECK(t <= after + 1);

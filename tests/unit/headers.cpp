@@ -49,7 +49,7 @@ TEST_CASE("every public header on disk has a self-containment TU and is in the u
     }
 }
 
-TEST_CASE("UTC timestamps are spelled as Python's isoformat() of an aware UTC time", "[unit][utc_time]")
+TEST_CASE("UTC timestamps are spelled as ISO-8601 with microseconds and +00:00", "[unit][utc_time]")
 {
     using namespace std::chrono;
     const auto tp = sys_days{year{2026} / 9 / 3} + hours{14} + minutes{5} + seconds{9} + microseconds{123456};
