@@ -106,18 +106,67 @@ struct WriterCore::Impl {
     }
 
     // --- hooks guard: the typed writer may be destroyed while the core lives on ---
-    bool enter() noexcept
-    {
-        active.fetch_add(1, std::memory_order_seq_cst);
-        if (detaching.load(std::memory_order_seq_cst)) {
-            leave();
-            return false;
+    // Shared with I/O tasks so that a task can leave() after handing its completion to the
+    // strand, when the core itself may already be gone.
+    struct Life {
+        std::atomic<int> active{0};
+        std::atomic<bool> detaching{false};
+        bool enter() noexcept
+        {
+            active.fetch_add(1, std::memory_order_seq_cst);
+            if (detaching.load(std::memory_order_seq_cst)) {
+                leave();
+                return false;
+            }
+            return true;
         }
-        return true;
-    }
-    void leave() noexcept
+        void leave() noexcept
+        {
+            if (active.fetch_sub(1, std::memory_order_seq_cst) == 1) active.notify_all();
+        }
+    };
+    bool enter() noexcept { return life->enter(); }
+    void leave() noexcept { life->leave(); }
+
+    // --- hops between the strand and the I/O thread ---
+    enum class IoTask { step, finalize, sync, idle };
+
+    void run_io_task(IoTask task) noexcept
     {
-        if (active.fetch_sub(1, std::memory_order_seq_cst) == 1) active.notify_all();
+        switch (task) {
+        case IoTask::step:
+            io_step();
+            fsync_due_io = self.opts_.durability == Durability::fsync_interval && unsynced
+                               ? std::optional<clock::time_point>(last_sync + self.opts_.fsync_interval)
+                               : std::nullopt;
+            break;
+        case IoTask::finalize: finalize_io(); break;
+        case IoTask::sync: sync_now(); break;
+        case IoTask::idle:
+            if (Guard g{*this}) self.hooks_->idle_io();
+            break;
+        }
+    }
+
+    // co_await on_io(task): runs the task on the I/O thread and resumes on the strand. The
+    // task holds the life guard until its completion is posted, so once shutdown() has seen
+    // no task active, the I/O thread never touches the user's executor again (the user may
+    // destroy its io_context right after destroying the writer).
+    auto on_io(IoTask task)
+    {
+        return asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+            [this, task](auto handler) {
+                if (!enter()) {  // the writer is gone: skip the task
+                    asio::post(strand, std::move(handler));
+                    return;
+                }
+                asio::post(io_ex, [this, task, l = life, h = std::move(handler)]() mutable {
+                    run_io_task(task);
+                    asio::post(strand, std::move(h));
+                    l->leave();  // touches only the shared Life: the core may be gone now
+                });
+            },
+            asio::use_awaitable);
     }
     struct Guard {
         Impl& d;
@@ -157,7 +206,7 @@ struct WriterCore::Impl {
             tally = Tally{};
             self.hooks_->write_staged();
             publish(n);
-            if (n < o.batch_records || detaching.load(std::memory_order_relaxed) ||
+            if (n < o.batch_records || life->detaching.load(std::memory_order_relaxed) ||
                 yield_hop.load(std::memory_order_relaxed))
                 break;
         }
@@ -435,9 +484,7 @@ struct WriterCore::Impl {
             d.complete_flushes(consumed, {});
             if (claimed == consumed) {
                 if (d.closing) {
-                    co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
-                    d.finalize_io();
-                    co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
+                    co_await d.on_io(IoTask::finalize);
                     d.finish(true);
                     break;
                 }
@@ -463,17 +510,13 @@ struct WriterCore::Impl {
                 co_await d.wake_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
                 w.wake_state_.store(awake, std::memory_order_seq_cst);
                 if (!ec && d.fsync_due && clock::now() >= *d.fsync_due) {
-                    co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
-                    d.sync_now();
-                    co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
+                    co_await d.on_io(IoTask::sync);
                     d.fsync_due.reset();
                 }
                 if (!ec && idle_armed && clock::now() - parked_at >= w.idle_interval_) {
                     // Woken by nothing but time: the writer has been idle that long.
                     d.active_since_idle = false;
-                    co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
-                    if (Guard g{d}) w.hooks_->idle_io();
-                    co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
+                    co_await d.on_io(IoTask::idle);
                 }
                 continue;
             }
@@ -489,13 +532,8 @@ struct WriterCore::Impl {
             }
             d.yield_hop.store(d.closing || !d.flush_waiters.empty(), std::memory_order_relaxed);
             d.active_since_idle = true;
-            co_await asio::post(asio::bind_executor(d.io_ex, asio::use_awaitable));
-            d.io_step();
-            const bool due = o.durability == Durability::fsync_interval && d.unsynced;
-            const auto due_at = d.last_sync + o.fsync_interval;
-            co_await asio::post(asio::bind_executor(d.strand, asio::use_awaitable));
-            if (due) d.fsync_due = due_at;
-            else d.fsync_due.reset();
+            co_await d.on_io(IoTask::step);
+            d.fsync_due = d.fsync_due_io;  // written by the task, read after its completion
         }
         // Detached (the writer is gone) or abandoned: settle every waiter.
         if (!d.finished) d.finish(d.discarded_at_shutdown.load() == 0);
@@ -531,8 +569,8 @@ struct WriterCore::Impl {
     std::atomic<bool> yield_hop{false};
 
     // Guard for the typed writer's lifetime.
-    std::atomic<int> active{0};
-    std::atomic<bool> detaching{false};
+    std::shared_ptr<Life> life = std::make_shared<Life>();
+    std::optional<clock::time_point> fsync_due_io;  // I/O task -> strand, via the hop
     std::atomic<bool> shutting_down{false};
     std::atomic<std::size_t> discarded_at_shutdown{0};
 
@@ -604,14 +642,14 @@ void WriterCore::shutdown() noexcept
     if (s == State::created || s == State::running) state_.store(State::closed);
     // The push count is final once intake is closed; stats() uses it from now on.
     if (hooks_) final_pushes_.store(hooks_->close_intake(), std::memory_order_release);
-    d.detaching.store(true, std::memory_order_seq_cst);
+    d.life->detaching.store(true, std::memory_order_seq_cst);
     // Wake threads blocked in submit(); they see the queue closed.
     {
         std::lock_guard lk(d.space_mu);
         d.space_cv.notify_all();
     }
     // Wait for a running batch (it checks `detaching` between batches).
-    for (int a = d.active.load(); a != 0; a = d.active.load()) d.active.wait(a);
+    for (int a = d.life->active.load(); a != 0; a = d.life->active.load()) d.life->active.wait(a);
     if (hooks_) {
         d.lock_consumer();
         const std::size_t n = hooks_->discard_queued();
@@ -684,9 +722,9 @@ bool WriterCore::wait_for_space(clock::time_point deadline) noexcept
     std::unique_lock lk(d.space_mu);
     d.space_waiters.fetch_add(1, std::memory_order_seq_cst);
     bool room = true;
-    while (!d.detaching.load(std::memory_order_seq_cst) && hooks_->queued() >= cap) {
+    while (!d.life->detaching.load(std::memory_order_seq_cst) && hooks_->queued() >= cap) {
         if (d.space_cv.wait_until(lk, deadline) == std::cv_status::timeout) {
-            room = d.detaching.load() || hooks_->queued() < cap;
+            room = d.life->detaching.load() || hooks_->queued() < cap;
             break;
         }
     }
@@ -699,7 +737,7 @@ void WriterCore::add_space_waiter(std::function<void()> retry)
     Impl& d = *impl_;
     {
         std::lock_guard lk(d.space_mu);
-        if (!d.detaching.load()) {
+        if (!d.life->detaching.load()) {
             d.async_space_waiters.push_back(std::move(retry));
             d.space_waiters.fetch_add(1, std::memory_order_seq_cst);
             // A pop may have happened before we registered: retry once more now.
