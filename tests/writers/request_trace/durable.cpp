@@ -524,3 +524,81 @@ TEST_CASE("A sidecar that cannot be published is counted and warned about, and t
     CHECK(str(Json(lines[0])["trace_id"]) == "tr_1");
     CHECK_FALSE(std::filesystem::exists(rig.w().sidecar_path()));
 }
+
+namespace {
+
+// Fails the first `n` opens with EEXIST, as a network filesystem does when many writers
+// create files in a new hour folder at once.
+class EexistOnOpen : public SeamFileIo {
+public:
+    explicit EexistOnOpen(int n) : left_(n) {}
+    int open(const char* path, int flags, mode_t mode) noexcept override
+    {
+        attempts_.fetch_add(1);
+        if (left_.fetch_sub(1) > 0) {
+            errno = EEXIST;
+            return -1;
+        }
+        return SeamFileIo::open(path, flags, mode);
+    }
+    int attempts() const { return attempts_.load(); }
+
+private:
+    std::atomic<int> left_;
+    std::atomic<int> attempts_{0};
+};
+
+jsonlw::CloseReport trace_through(const std::shared_ptr<EexistOnOpen>& io_seam, TempDir& dir,
+                                  LogCapture& logs)
+{
+    IoRunner io;
+    jsonlw::RequestTraceOptions o;
+    o.directory = dir.path() / "traces";
+    o.durable = true;
+    o.log = logs.sink();
+    o.file_io = io_seam;
+    jsonlw::CloseReport report;
+    {
+        jsonlw::RequestTraceWriter w(io.executor(), std::move(o));
+        w.start();
+        io.start();
+        w.record_request(request("tr_1", t14));
+        report = close(w);
+    }
+    io.stop();
+    return report;
+}
+
+}  // namespace
+
+TEST_CASE("An open that fails with EEXIST is retried, and the record is then written",
+          "[request_trace][durable][eexist]")
+{
+    TempDir dir;
+    LogCapture logs;
+    auto io_seam = std::make_shared<EexistOnOpen>(2);  // the 50 ms and 250 ms retries succeed
+    const auto report = trace_through(io_seam, dir, logs);
+    CHECK(io_seam->attempts() == 3);
+    CHECK(report.stats.written == 1);
+    CHECK(report.stats.dropped.write_error == 0);
+    CHECK(invariant_holds(report.stats));
+    const auto lines = read_lines(dir.path() / "traces" / "2026-09-03T14" /
+                                  ("requests" + pid_suffix() + ".jsonl"));
+    REQUIRE(lines.size() == 1);
+    CHECK(str(Json(lines[0])["trace_id"]) == "tr_1");
+}
+
+TEST_CASE("An open that keeps failing with EEXIST is given up after three retries and the "
+          "record counted as a write error",
+          "[request_trace][durable][eexist]")
+{
+    TempDir dir;
+    LogCapture logs;
+    auto io_seam = std::make_shared<EexistOnOpen>(1000);
+    const auto report = trace_through(io_seam, dir, logs);
+    CHECK(io_seam->attempts() == 4);  // the first open, then after 50 ms, 250 ms and 1 s
+    CHECK(report.stats.written == 0);
+    CHECK(report.stats.dropped.write_error == 1);
+    CHECK(invariant_holds(report.stats));
+    CHECK(logs.count(jsonlw::LogLevel::warning, "Failed to write request trace JSONL") == 1);
+}
