@@ -10,8 +10,9 @@ namespace jsonlw {
 
 using WallClock = std::chrono::system_clock;
 
-// "2026-09-03T14:05:09.123456+00:00" (Python's datetime.isoformat() of an aware UTC time),
-// appended to `out`. Thread-safe; no allocation beyond the buffer's growth.
+// "2026-09-03T14:05:09.123456+00:00", appended to `out`: Python's datetime.isoformat() of an
+// aware UTC time, except that the microseconds are always written (isoformat() drops a zero
+// fraction), so every stamp has one width. Thread-safe; no allocation beyond buffer growth.
 void append_utc_iso8601(LineBuffer& out, WallClock::time_point tp);
 std::string utc_iso8601(WallClock::time_point tp);
 
