@@ -5,6 +5,8 @@
 
 #include "line_pool.hpp"
 
+#include <jsonlw/snapshot/stage.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -140,5 +142,28 @@ double fmt_seed_seconds(std::size_t iterations);
 std::string jsonline_seed_line();
 
 bool have_spdlog() noexcept;
+
+// --- Snapshot stage, CPU backend: capture() of a [rows, vocab] batch, and the copy ceiling. ---
+struct SnapshotInput {
+    jsonlw::snapshot::LogitDType dtype = jsonlw::snapshot::LogitDType::F32;
+    int rows = 0, vocab = 0;
+    std::vector<std::byte> data;  // rows * vocab elements, normal(0, 3) logits
+    std::vector<std::int32_t> sampled;
+    std::vector<jsonlw::snapshot::RowMeta> meta;
+};
+SnapshotInput make_snapshot_input(jsonlw::snapshot::LogitDType dtype, int rows, int vocab,
+                                  std::uint64_t seed);
+struct SnapshotRunResult {
+    double seconds = 0;
+    std::uint64_t rows = 0;   // rows processed over all repetitions
+    std::uint64_t bytes = 0;  // logits bytes read
+    std::string problem;
+};
+// `reps` captures, timed together (the sink drops each batch at once).
+SnapshotRunResult snapshot_cpu_run(jsonlw::snapshot::SnapshotStage& stage, const SnapshotInput& in,
+                                   int reps);
+// memcpy of the same bytes `reps` times, split over `threads` threads.
+SnapshotRunResult copy_ceiling_run(const SnapshotInput& in, std::vector<std::byte>& dst, int reps,
+                                   int threads);
 
 }  // namespace bench

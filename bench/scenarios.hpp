@@ -24,6 +24,8 @@ void throughput_scenario(const Config& cfg, Report& report);
 void submit_scenario(const Config& cfg, Report& report);
 void drain_scenario(const Config& cfg, Report& report);
 void serialization_scenario(const Config& cfg, Report& report);
+// The snapshot stage's CPU backend: rows/s and GB/s of logits read, next to memcpy.
+void snapshot_scenario(const Config& cfg, Report& report);
 
 // Progress on stderr: "[  12 s] text".
 void progress(const std::string& text);

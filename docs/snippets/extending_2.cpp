@@ -4,8 +4,6 @@
 #include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cctype>
 #include <map>
 #include <span>
 #include <string>
@@ -13,7 +11,7 @@
 #include <vector>
 
 struct Event {
-    std::string tenant;  // becomes a folder name, so it is checked
+    std::string tenant;  // becomes a folder name through safe_path_component()
     std::string text;
 };
 
@@ -23,24 +21,16 @@ public:
     ~PerTenantWriter() override { shutdown(); }
 
 protected:
-    static bool safe_name(const std::string& s)
-    {
-        return !s.empty() && s.size() <= 64 && s != "." && s != ".." &&
-               std::all_of(s.begin(), s.end(), [](char c) {
-                   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-               });
-    }
-
     void serialize(const Event& e, jsonlw::JsonLine& line) override
     {
-        if (!safe_name(e.tenant)) throw jsonlw::MalformedRecord("bad tenant name");
         line.begin_object().field("tenant", e.tenant).field("text", e.text).end_object();
     }
 
     // Groups the batch by tenant (submission order is kept within each group), then one
     // serialize_batch() and one append() per tenant. serialize_batch() does the malformed
-    // accounting: a bad tenant name is dropped and counted there, so its path is never
-    // used. append() counts the lines as written (or write_error / unknown on failure).
+    // accounting; append() counts the lines as written (or write_error / unknown on failure).
+    // The tenant comes from record data: safe_path_component() makes it one folder name
+    // that cannot leave the directory ("../etc" becomes "%2E.%2Fetc").
     void write_batch(std::span<const Event> batch) override
     {
         std::map<std::string_view, std::vector<const Event*>> groups;
@@ -48,7 +38,8 @@ protected:
         for (const auto& [tenant, group] : groups) {
             const jsonlw::Lines lines = serialize_batch(group);  // valid until the next call
             if (lines.records > 0)
-                append(options().directory / tenant / "part.jsonl", lines);
+                append(options().directory / jsonlw::safe_path_component(tenant) / "part.jsonl",
+                       lines);
         }
     }
 };
@@ -63,7 +54,7 @@ int main()
     writer.submit({"acme", "upload"});
     writer.submit({"globex", "login"});
     writer.submit({"acme", "logout"});
-    writer.submit({"../etc", "escape attempt"});  // malformed, nothing created
+    writer.submit({"../etc", "escape attempt"});  // stays inside: per-tenant/%2E.%2Fetc/
     writer.async_close([](jsonlw::error_code, jsonlw::CloseReport r) {
         fmt::print("written {}, malformed {}, batches {}\n", r.stats.written,
                    r.stats.dropped.malformed, r.stats.batches);

@@ -1,10 +1,12 @@
 #include "file_append.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <iterator>
@@ -15,11 +17,35 @@ namespace {
 
 std::error_code last_error() noexcept { return {errno, std::system_category()}; }
 
+// Bumped in every child process by a pthread_atfork handler: appenders compare it with the
+// value they were created with, so the check costs a load, not a getpid() system call.
+std::atomic<unsigned> fork_count{0};
+
+void on_fork_child() noexcept { fork_count.fetch_add(1, std::memory_order_relaxed); }
+
+unsigned current_fork_generation() noexcept
+{
+    static const bool registered = [] {
+        ::pthread_atfork(nullptr, nullptr, &on_fork_child);
+        return true;
+    }();
+    (void)registered;
+    return fork_count.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
-FileAppender::FileAppender(std::shared_ptr<FileIo> io, std::size_t max_open)
-    : io_(io ? std::move(io) : posix_file_io()), max_open_(max_open == 0 ? 1 : max_open)
+FileAppender::FileAppender(std::shared_ptr<FileIo> io, std::size_t max_open, mode_t file_mode)
+    : io_(io ? std::move(io) : posix_file_io()),
+      max_open_(max_open == 0 ? 1 : max_open),
+      file_mode_(file_mode),
+      fork_generation_(current_fork_generation())
 {
+}
+
+bool FileAppender::inherited_by_fork() const noexcept
+{
+    return fork_count.load(std::memory_order_relaxed) != fork_generation_;
 }
 
 FileAppender::~FileAppender() { close_all(); }
@@ -75,9 +101,10 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
         do {
             // Read-write so the last byte can be checked for a torn line (pread on a
             // write-only descriptor fails with EBADF); write-only where reading is refused.
-            fd = io_->open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+            fd = io_->open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, file_mode_);
             if (fd < 0 && errno == EACCES)
-                fd = io_->open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+                fd = io_->open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                              file_mode_);
         } while (fd < 0 && errno == EINTR);
         if (fd >= 0 || errno != EEXIST || attempt == std::size(eexist_backoff)) break;
         // On the I/O thread: a pause here delays this writer's batches only.
@@ -106,6 +133,11 @@ AppendResult FileAppender::append(const std::filesystem::path& path, std::string
                                   bool sync)
 {
     AppendResult r;
+    if (inherited_by_fork()) {
+        // The parent's descriptors (and its files' O_APPEND offsets) are shared with us.
+        r.ec = std::make_error_code(std::errc::operation_not_permitted);
+        return r;
+    }
     std::uint64_t size = 0;
     File* f = find_or_open(path, r.ec, size);
     if (!f) return r;
@@ -163,6 +195,7 @@ AppendResult FileAppender::append(const std::filesystem::path& path, std::string
 std::error_code FileAppender::sync_all()
 {
     std::error_code first;
+    if (inherited_by_fork()) return first;  // nothing of ours to sync: the data is the parent's
     for (File& f : files_) {
         if (!f.unsynced) continue;
         int r;

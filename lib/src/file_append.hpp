@@ -13,6 +13,8 @@
 #include <system_error>
 #include <vector>
 
+#include <sys/types.h>
+
 namespace jsonlw::detail {
 
 // One instance per writer, used from its I/O thread only. Descriptors stay open (O_APPEND)
@@ -20,9 +22,15 @@ namespace jsonlw::detail {
 // that clears — a replaced file, a recreated directory — is picked up). A file whose last
 // byte is not '\n' (a torn line left by a crash or a short write) gets a '\n' before the
 // next line, so a torn tail never glues onto a new record.
+//
+// After fork(), an appender inherited by the child refuses every append (EPERM, nothing
+// written, its inherited descriptors left alone): they share the parent's file offsets and
+// files, so a child writing through them would interleave with the parent. A writer created
+// in the child gets an appender of its own and works normally.
 class FileAppender {
 public:
-    explicit FileAppender(std::shared_ptr<FileIo> io, std::size_t max_open = 64);
+    explicit FileAppender(std::shared_ptr<FileIo> io, std::size_t max_open = 64,
+                          mode_t file_mode = 0640);
     ~FileAppender();
     FileAppender(const FileAppender&) = delete;
     FileAppender& operator=(const FileAppender&) = delete;
@@ -36,6 +44,8 @@ public:
     std::error_code sync_all();
     void close_all() noexcept;
     std::size_t open_files() const noexcept { return files_.size(); }
+    // True in a child process forked after this appender was created.
+    bool inherited_by_fork() const noexcept;
 
 private:
     struct File {
@@ -51,6 +61,8 @@ private:
 
     std::shared_ptr<FileIo> io_;
     std::size_t max_open_;
+    mode_t file_mode_;
+    unsigned fork_generation_;
     std::vector<File> files_;
     std::uint64_t clock_ = 0;
 };

@@ -77,7 +77,7 @@ struct WriterCore::Impl {
           strand(asio::make_strand(core.ex_)),
           wake_timer(strand),
           close_timer(strand),
-          appender(core.opts_.file_io)
+          appender(core.opts_.file_io, 64, core.opts_.file_mode)
     {
         if (core.opts_.io_executor) {
             io_ex = *core.opts_.io_executor;
@@ -388,15 +388,15 @@ struct WriterCore::Impl {
 
     void complete_flushes(std::uint64_t resolved_upto, error_code ec)
     {
-        auto it = flush_waiters.begin();
-        while (it != flush_waiters.end()) {
-            if (ec || it->first <= resolved_upto) {
-                complete(std::move(it->second), ec);
-                it = flush_waiters.erase(it);
-            } else {
-                ++it;
-            }
+        if (flush_waiters.empty()) return;
+        // Never erase() from the middle: that move-assigns any_completion_handler, whose move
+        // assignment recurses without end in Boost 1.81. Move-construct the rest instead.
+        decltype(flush_waiters) rest;
+        for (auto& [target, h] : flush_waiters) {
+            if (ec || target <= resolved_upto) complete(std::move(h), ec);
+            else rest.emplace_back(target, std::move(h));
         }
+        flush_waiters.swap(rest);
     }
 
     // Runs h(args...) through the writer's executor, then on h's associated executor —

@@ -11,6 +11,7 @@
 #include <jsonlw/log.hpp>
 #include <jsonlw/malformed_record.hpp>
 #include <jsonlw/overflow.hpp>
+#include <jsonlw/path_component.hpp>
 #include <jsonlw/raw_json_writer.hpp>
 #include <jsonlw/submit_result.hpp>
 #include <jsonlw/utc_time.hpp>

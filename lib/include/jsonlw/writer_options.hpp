@@ -8,6 +8,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
@@ -54,6 +56,9 @@ struct WriterOptions {
     std::optional<boost::asio::any_io_executor> io_executor{};
     // System-call seam for appends (default: POSIX). Tests inject faults through it.
     std::shared_ptr<FileIo> file_io{};
+    // Permission bits of the files the writer creates (default 0640: owner read-write, group
+    // read, others nothing), before the process umask is applied. Existing files keep theirs.
+    mode_t file_mode = 0640;
 };
 
 }  // namespace jsonlw

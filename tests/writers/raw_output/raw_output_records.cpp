@@ -72,6 +72,8 @@ TEST_CASE("a record is one line with every field in order", "[raw_output][record
         {.token_id = 151667, .logprob = -0.25, .rank = 1,
          .top = {TopLogprob{151667, -0.25}, TopLogprob{9, -1.5}}},
         {.token_id = 6023, .logprob = -std::numeric_limits<double>::infinity()},
+        {.token_id = 151668, .logprob = std::numeric_limits<double>::quiet_NaN(), .known = false},
+        {.token_id = 562, .logprob = std::numeric_limits<double>::quiet_NaN(), .known = false},
     };
     REQUIRE(w.submit(golden_record()) == SubmitResult::accepted);
     REQUIRE(w.submit(partial) == SubmitResult::accepted);
@@ -86,14 +88,16 @@ TEST_CASE("a record is one line with every field in order", "[raw_output][record
           R"("started_at":"2026-11-04T05:06:07.123456+00:00","finished_at":"2026-11-04T05:06:08.623456+00:00",)"
           R"("streaming":true,"aborted":false,"text":"<think>hi</think>ok","frames":["<think>hi","</think>","ok"],)"
           R"("token_ids":[151667,6023,151668,562],"num_output_tokens":4,"frames_consistent":true})");
-    // Logprobs only when present; a non-finite logprob is null; rank and top only when known.
+    // Logprobs only when present, parallel to token_ids (unknown positions null); a
+    // non-finite logprob is null and listed in logprobs_nonfinite; ranks and top only when known.
     CHECK(lines[1] ==
           R"({"event":"raw_output","request_id":"43","disagg_request_id":null,"output_index":0,)"
           R"("started_at":"2026-11-04T05:06:07.123456+00:00","finished_at":"2026-11-04T05:06:08.623456+00:00",)"
           R"("streaming":false,"aborted":true,"text":"<think>hi</think>ok","frames":["<think>hi","</think>","ok"],)"
           R"("token_ids":[151667,6023,151668,562],"num_output_tokens":4,"frames_consistent":false,)"
-          R"("logprobs":[{"token_id":151667,"logprob":-0.25,"rank":1,"top_logprobs":[{"token_id":151667,"logprob":-0.25},)"
-          R"({"token_id":9,"logprob":-1.5}]},{"token_id":6023,"logprob":null}],"partial":true,"end_reason":"evicted"})");
+          R"("logprobs":[-0.25,null,null,null],"ranks":[1,null,null,null],)"
+          R"("top_logprobs":[[[151667,-0.25],[9,-1.5]],[],[],[]],"logprobs_nonfinite":[1],)"
+          R"("partial":true,"end_reason":"evicted"})");
     const auto records = read_records(dir.path());  // the shape checks, too
     REQUIRE(records.size() == 2);
     CHECK_FALSE(records[0].has_logprobs);
@@ -118,9 +122,9 @@ TEST_CASE("per-token logprob data handed to the hook is recorded, and omitted wh
     REQUIRE(records.size() == 2);
     CHECK(records.at("2/0").has_logprobs == false);
     const std::string& line = records.at("1/0").line;
-    CHECK(line.find(R"("logprobs":[{"token_id":5,"logprob":-0.5,"rank":2},)"
-                    R"({"token_id":6,"logprob":-0.125,"top_logprobs":[{"token_id":6,"logprob":-0.125}]}])") !=
+    CHECK(line.find(R"("logprobs":[-0.5,-0.125],"ranks":[2,null],"top_logprobs":[[],[[6,-0.125]]])") !=
           std::string::npos);
+    CHECK(line.find("logprobs_nonfinite") == std::string::npos);
 }
 
 TEST_CASE("records of one batch that finish in different hours go to their own hour folders", "[raw_output][records]")
@@ -393,4 +397,84 @@ TEST_CASE("several threads feeding different requests at once lose no record", "
             }
         }
     }
+}
+
+TEST_CASE("logprob arrays stay parallel to token_ids when some chunks carry no logprobs", "[raw_output][records][logprobs]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
+    w.start();
+    loop.start();
+    feed(w, {.req = 1, .text = "a", .ids = {5, 6}});  // no logprobs: two unknown positions
+    feed(w, {.req = 1, .text = "b", .ids = {7, 8},
+             .logprobs = {{.token_id = 7, .logprob = -0.5, .rank = 3}}});  // one short
+    feed(w, {.req = 1, .text = "c", .ids = {9}, .final_ = true,
+             .logprobs = {{.token_id = 9, .logprob = std::numeric_limits<double>::quiet_NaN(),
+                           .top = {TopLogprob{9, -std::numeric_limits<double>::infinity()}}}}});
+    close(w);
+    const auto records = read_records(dir.path());
+    REQUIRE(records.size() == 1);
+    const std::string& line = records[0].line;
+    CHECK(line.find(R"("token_ids":[5,6,7,8,9])") != std::string::npos);
+    CHECK(line.find(R"("logprobs":[null,null,-0.5,null,null],"ranks":[null,null,3,null,null],)"
+                    R"("top_logprobs":[[],[],[],[],[[9,null]]],"logprobs_nonfinite":[4])") !=
+          std::string::npos);
+}
+
+TEST_CASE("a first_gen_logits row rides on its output's record in TensorRT-LLM's item format", "[raw_output][records][first_gen]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
+    w.start();
+    loop.start();
+    // fp16 [1, -2, 0.5, 65504]: the golden vector of reference/snapshot-stage.md 1.6.
+    const std::vector<std::byte> bytes = {std::byte{0x00}, std::byte{0x3c}, std::byte{0x00},
+                                          std::byte{0xc0}, std::byte{0x00}, std::byte{0x38},
+                                          std::byte{0xff}, std::byte{0x7b}};
+    jsonlw::OutputChunk c;
+    c.request_id = 3;
+    c.text_diff = "x";
+    const std::int32_t id = 1;
+    c.token_ids_diff = std::span<const std::int32_t>(&id, 1);
+    c.first_gen_logits = jsonlw::FirstGenLogitsView{"float16", 4, bytes, 2};
+    w.on_chunk(c);
+    c.first_gen_logits.reset();
+    c.text_diff = "y";
+    c.is_final = true;
+    w.on_chunk(c);
+    close(w);
+    const auto records = read_records(dir.path());
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].line.find(
+              R"("first_gen_logits":[{"data":"ADwAwAA4/3s=","shape":[1,4],"dtype":"float16"}],)"
+              R"("first_gen_logits_overflow_to_inf":2})") != std::string::npos);
+}
+
+TEST_CASE("a first_gen_logits row whose size does not match its shape makes the record malformed", "[raw_output][records][first_gen][faults]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
+    w.start();
+    loop.start();
+    const std::vector<std::byte> bytes(7);
+    jsonlw::OutputChunk c;
+    c.request_id = 4;
+    c.text_diff = "x";
+    c.is_final = true;
+    c.first_gen_logits = jsonlw::FirstGenLogitsView{"float16", 4, bytes, 0};
+    w.on_chunk(c);
+    c.request_id = 5;
+    c.first_gen_logits = jsonlw::FirstGenLogitsView{"float64", 1, std::span(bytes).first(8 - 1), 0};
+    w.on_chunk(c);
+    const auto report = close(w);
+    CHECK(report.stats.dropped.malformed == 2);
+    CHECK(read_records(dir.path()).empty());
+    INFO(logs.dump());
+    CHECK(logs.count_any("7 bytes for shape [1, 4] of float16") >= 1);
 }

@@ -129,7 +129,9 @@ inline Record parse_record(const std::string& line, const std::filesystem::path&
         "event", "request_id", "disagg_request_id", "output_index", "started_at", "finished_at",
         "streaming", "aborted", "text", "frames", "token_ids", "num_output_tokens",
         "frames_consistent"};
-    if (std::find(keys.begin(), keys.end(), "logprobs") != keys.end()) expected.push_back("logprobs");
+    for (const char* optional : {"logprobs", "ranks", "top_logprobs", "logprobs_nonfinite",
+                                 "first_gen_logits", "first_gen_logits_overflow_to_inf"})
+        if (std::find(keys.begin(), keys.end(), optional) != keys.end()) expected.push_back(optional);
     if (std::find(keys.begin(), keys.end(), "partial") != keys.end()) {
         expected.push_back("partial");
         expected.push_back("end_reason");
@@ -180,6 +182,14 @@ inline Record parse_record(const std::string& line, const std::filesystem::path&
         simdjson::dom::array lps;
         REQUIRE(obj["logprobs"].get_array().get(lps) == simdjson::SUCCESS);
         CHECK(lps.size() > 0);  // an empty field is omitted
+        CHECK(lps.size() == r.token_ids.size());  // parallel to token_ids
+        for (const char* parallel : {"ranks", "top_logprobs"}) {
+            simdjson::dom::array a;
+            if (obj[parallel].get_array().get(a) == simdjson::SUCCESS) CHECK(a.size() == lps.size());
+        }
+    } else {
+        for (const char* dependent : {"ranks", "top_logprobs", "logprobs_nonfinite"})
+            CHECK(std::find(keys.begin(), keys.end(), dependent) == keys.end());
     }
     if (std::find(keys.begin(), keys.end(), "partial") != keys.end()) {
         r.partial = boolean(obj["partial"]);

@@ -1,11 +1,16 @@
 #include <jsonlw/raw_output_writer.hpp>
 
+#include <jsonlw/snapshot/first_gen.hpp>
+
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <exception>
 #include <list>
@@ -82,6 +87,37 @@ bool splits_a_character(const RawOutputRecord& r) noexcept
     return false;
 }
 
+TokenLogprob unknown_logprob(std::int32_t id) noexcept
+{
+    TokenLogprob t;
+    t.token_id = id;
+    t.logprob = std::numeric_limits<double>::quiet_NaN();
+    t.known = false;
+    return t;
+}
+
+// A logprob that is exactly a float (what the snapshot stage computes) is written with the
+// float's shortest round-trip digits (-9.929245, not -9.929244995117188): a reader gets the
+// same float back, in 40 % fewer bytes. Other values as any double; non-finite as null.
+void logprob_value(JsonLine& line, double d)
+{
+    const auto f = static_cast<float>(d);
+    if (std::isfinite(d) && static_cast<double>(f) == d && f != std::trunc(f)) {
+        char buf[32];
+        const auto end = fmt::format_to_n(buf, sizeof buf, FMT_COMPILE("{}"), f).out;
+        line.raw({buf, static_cast<std::size_t>(end - buf)});
+        return;
+    }
+    line.number_or_null(d);
+}
+
+bool finite_entry(const TokenLogprob& t) noexcept
+{
+    if (!std::isfinite(t.logprob)) return false;
+    return std::all_of(t.top.begin(), t.top.end(),
+                       [](const TopLogprob& x) { return std::isfinite(x.logprob); });
+}
+
 void begin(RawOutputRecord& r, const OutputChunk& c, WallClock::time_point now) noexcept
 {
     r.request_id = c.request_id;
@@ -97,8 +133,21 @@ void add(RawOutputRecord& r, const OutputChunk& c)
         r.frames_text.append(c.text_diff);
         r.frame_ends.push_back(r.frames_text.size());
     }
+    if (!c.logprobs_diff.empty() || !r.logprobs.empty()) {
+        // Keep the logprob arrays aligned with token_ids: a gap becomes "unknown" entries.
+        for (std::size_t i = r.logprobs.size(); i < r.token_ids.size(); ++i)
+            r.logprobs.push_back(unknown_logprob(r.token_ids[i]));
+        for (std::size_t i = 0; i < c.token_ids_diff.size(); ++i)
+            r.logprobs.push_back(i < c.logprobs_diff.size() ? c.logprobs_diff[i]
+                                                            : unknown_logprob(c.token_ids_diff[i]));
+    }
     r.token_ids.insert(r.token_ids.end(), c.token_ids_diff.begin(), c.token_ids_diff.end());
-    r.logprobs.insert(r.logprobs.end(), c.logprobs_diff.begin(), c.logprobs_diff.end());
+    if (c.first_gen_logits && !r.first_gen_logits) {
+        const FirstGenLogitsView& f = *c.first_gen_logits;
+        r.first_gen_logits.emplace(FirstGenLogitsData{
+            std::string(f.dtype), f.vocab, std::vector<std::byte>(f.bytes.begin(), f.bytes.end()),
+            f.overflow_to_inf});
+    }
     r.aborted = r.aborted || c.aborted;
     if (c.disagg_request_id && !r.disagg_request_id) r.disagg_request_id = c.disagg_request_id;
     // The engine's text so far must end with this diff and be as long as the frames: a cheap
@@ -470,23 +519,58 @@ void RawOutputWriter::serialize(const RawOutputRecord& r, JsonLine& line)
     line.field("num_output_tokens", r.token_ids.size());
     line.field("frames_consistent", r.frames_consistent && !splits_a_character(r));
     if (!r.logprobs.empty()) {
+        // Parallel to token_ids: the sampled token's logprob, its rank, the top-k alternatives
+        // as [id, logprob] pairs. JSON has no NaN or Infinity: a non-finite value is null and
+        // its position is listed in logprobs_nonfinite.
         line.key("logprobs").begin_array();
-        for (const TokenLogprob& lp : r.logprobs) {
-            line.begin_object().field("token_id", lp.token_id);
-            line.key("logprob").number_or_null(lp.logprob);
-            if (lp.rank) line.field("rank", *lp.rank);
-            if (!lp.top.empty()) {
-                line.key("top_logprobs").begin_array();
+        for (const TokenLogprob& lp : r.logprobs) logprob_value(line, lp.logprob);
+        line.end_array();
+        const auto ranked = [](const TokenLogprob& t) { return t.rank.has_value(); };
+        if (std::any_of(r.logprobs.begin(), r.logprobs.end(), ranked)) {
+            line.key("ranks").begin_array();
+            for (const TokenLogprob& lp : r.logprobs) {
+                if (lp.rank) line.value(*lp.rank);
+                else line.null();
+            }
+            line.end_array();
+        }
+        const auto topped = [](const TokenLogprob& t) { return !t.top.empty(); };
+        if (std::any_of(r.logprobs.begin(), r.logprobs.end(), topped)) {
+            line.key("top_logprobs").begin_array();
+            for (const TokenLogprob& lp : r.logprobs) {
+                line.begin_array();
                 for (const TopLogprob& t : lp.top) {
-                    line.begin_object().field("token_id", t.token_id);
-                    line.key("logprob").number_or_null(t.logprob);
-                    line.end_object();
+                    line.begin_array().value(t.token_id);
+                    logprob_value(line, t.logprob);
+                    line.end_array();
                 }
                 line.end_array();
             }
-            line.end_object();
+            line.end_array();
         }
-        line.end_array();
+        const auto nonfinite = [](const TokenLogprob& t) { return t.known && !finite_entry(t); };
+        if (std::any_of(r.logprobs.begin(), r.logprobs.end(), nonfinite)) {
+            line.key("logprobs_nonfinite").begin_array();
+            for (std::size_t i = 0; i < r.logprobs.size(); ++i)
+                if (nonfinite(r.logprobs[i])) line.value(i);
+            line.end_array();
+        }
+    }
+    if (r.first_gen_logits) {
+        // TensorRT-LLM's item format, in a one-item list (one per output, as its
+        // DisaggregatedParams.first_gen_logits holds one per sequence).
+        const FirstGenLogitsData& f = *r.first_gen_logits;
+        const std::size_t width = f.dtype == "float32" ? 4
+                                  : (f.dtype == "float16" || f.dtype == "bfloat16") ? 2 : 0;
+        if (width == 0)
+            throw MalformedRecord("first_gen_logits dtype must be float16, float32 or bfloat16");
+        if (f.vocab < 1 || f.bytes.size() != std::size_t(f.vocab) * width)
+            throw MalformedRecord(fmt::format("first_gen_logits: {} bytes for shape [1, {}] of {}",
+                                              f.bytes.size(), f.vocab, f.dtype));
+        std::string item;
+        snapshot::append_first_gen_item(item, f.bytes, f.dtype, f.vocab);
+        line.key("first_gen_logits").begin_array().raw(item).end_array();
+        if (f.overflow_to_inf) line.field("first_gen_logits_overflow_to_inf", f.overflow_to_inf);
     }
     if (r.partial()) line.field("partial", true).field("end_reason", std::string_view(r.end_reason));
     line.end_object();
@@ -524,11 +608,21 @@ void RawOutputWriter::write_batch(std::span<const RawOutputRecord> batch)
                      this->serialize_batch(std::span<const RawOutputRecord* const>(group)));
 }
 
+namespace {
+std::size_t top_bytes(const RawOutputRecord& r) noexcept
+{
+    std::size_t n = 0;
+    for (const TokenLogprob& t : r.logprobs) n += 32 * t.top.size();
+    return n;
+}
+}  // namespace
+
 std::size_t RawOutputWriter::record_bytes(const RawOutputRecord& r) const noexcept
 {
     // The text twice (text and frames), escapes aside; ids up to 11 characters.
     return 320 + 2 * r.frames_text.size() + (r.reported_text ? r.reported_text->size() : 0) +
-           4 * r.frame_ends.size() + 12 * r.token_ids.size() + 64 * r.logprobs.size();
+           4 * r.frame_ends.size() + 12 * r.token_ids.size() + 48 * r.logprobs.size() +
+           top_bytes(r) + (r.first_gen_logits ? 96 + 4 * (r.first_gen_logits->bytes.size() + 2) / 3 : 0);
 }
 
 }  // namespace jsonlw

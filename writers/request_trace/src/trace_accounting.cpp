@@ -211,7 +211,7 @@ bool TraceAccounting::publish(const WriterStats& counts, bool closed) noexcept
         if (!ec) {
             step = "open";
             const int fd =
-                ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
             if (fd < 0) {
                 ec = errno_code();
             } else {

@@ -21,12 +21,33 @@ struct TopLogprob {
     double logprob = 0;  // natural log; a non-finite value is written as null
 };
 
-// Per-token log-probability data of one generated token (filled by the snapshot stage).
+// Per-token log-probability data of one generated token (raw_output_snapshot.hpp makes it
+// from a snapshot-stage row).
 struct TokenLogprob {
     std::int32_t token_id = 0;
     double logprob = 0;                // of the sampled token; non-finite is written as null
     std::optional<std::int32_t> rank{};  // 1 = the most likely token; absent: not computed
     std::vector<TopLogprob> top{};     // the k most likely tokens, best first; may be empty
+    // False for a token whose chunk carried no logprob data while others did: written as
+    // null / null / [] without counting as non-finite.
+    bool known = true;
+};
+
+// The whole logits row of an output's first generated token (TensorRT-LLM's
+// first_gen_logits item), borrowed by a chunk. bytes are little-endian elements of dtype.
+struct FirstGenLogitsView {
+    std::string_view dtype{};  // "float16" | "float32" | "bfloat16"
+    std::int64_t vocab = 0;    // shape is [1, vocab]
+    std::span<const std::byte> bytes{};
+    std::uint32_t overflow_to_inf = 0;  // finite logits that became inf in the conversion
+};
+
+// The same, owned by a record.
+struct FirstGenLogitsData {
+    std::string dtype;
+    std::int64_t vocab = 0;
+    std::vector<std::byte> bytes;
+    std::uint32_t overflow_to_inf = 0;
 };
 
 // One post-processor-hook call: what one output of a request added at one step. Every view
@@ -49,8 +70,12 @@ struct OutputChunk {
     // frames_consistent says whether the frames add up to it — false, for instance, when
     // chunks of two sampled sequences arrive under one output index.
     std::optional<std::string_view> text{};
-    // Per-token log-probability data for token_ids_diff (optional; empty: none).
+    // Per-token log-probability data for token_ids_diff, one entry per id (optional; empty:
+    // none). Once any chunk of an output carries some, the record's logprob arrays stay
+    // aligned with token_ids: ids without an entry get null, surplus entries are ignored.
     std::span<const TokenLogprob> logprobs_diff{};
+    // The first generated token's whole logits row, when the snapshot stage captured it.
+    std::optional<FirstGenLogitsView> first_gen_logits{};
 };
 
 // One line of raw-<pid>.jsonl: everything one output generated. Movable, owns its data.
@@ -67,7 +92,8 @@ struct RawOutputRecord {
     // The engine's full text, kept only when it differs from frames_text.
     std::optional<std::string> reported_text{};
     std::vector<std::int32_t> token_ids;
-    std::vector<TokenLogprob> logprobs;
+    std::vector<TokenLogprob> logprobs;  // empty, or one per token id
+    std::optional<FirstGenLogitsData> first_gen_logits{};
     bool frames_consistent = true;
     // Empty: the output finished with its final chunk. Otherwise the record is partial and
     // this says why it was written ("evicted", "shutdown", or the caller's reason).

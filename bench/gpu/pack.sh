@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds what the GPU machine runs (on this CPU machine; sm_90 code, static cudart) and copies
+# it into one directory for bench/gpu/run.sh:
+#
+#   bench/gpu/pack.sh [DIST=gpu-dist] [BUILDDIR=build-gpu-dist]
+#
+# DIST/bin: the GPU tests (test_snapshot_gpu_*), jsonlw-bench-gpu, the CPU snapshot tests;
+# DIST/lib: the shared libraries they need that a bare machine may lack (simdjson, fmt, ...);
+# DIST/run.sh. Builds with -j1 (shared 2-core machines) unless JOBS is set.
+set -euo pipefail
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+dist=$(readlink -m "${1:-$root/gpu-dist}")
+build=$(readlink -m "${2:-$root/build-gpu-dist}")
+jobs=${JOBS:-1}
+
+if [[ ! -f $build/build.ninja ]]; then
+    meson setup "$build" "$root" -Dcuda=enabled -Dbench=true -Dtools=false -Dtests=true
+fi
+grep -q 'have_snapshot_cuda\|jsonlw_snapshot_kernels' "$build/build.ninja" ||
+    { echo "pack.sh: $build was not configured with the CUDA backend" >&2; exit 1; }
+
+mapfile -t tests < <(cd "$build" && ls tests/snapshot/*.p -d 2>/dev/null | sed 's/\.p$//' | sort)
+targets=(bench/gpu/jsonlw-bench-gpu "${tests[@]}")
+ninja -C "$build" -j"$jobs" "${targets[@]}"
+
+rm -rf "$dist"
+mkdir -p "$dist/bin" "$dist/lib"
+for t in "${targets[@]}"; do cp "$build/$t" "$dist/bin/"; done
+strip --strip-debug "$dist"/bin/* 2>/dev/null || true
+# Shared libraries outside the C/C++ runtime (a bare GPU machine may not have them).
+for b in "$dist"/bin/*; do
+    ldd "$b" | awk '/=> \// {print $3}'
+done | sort -u | grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+    while read -r lib; do cp -L "$lib" "$dist/lib/"; done
+cp "$root/bench/gpu/run.sh" "$dist/run.sh"
+chmod +x "$dist/run.sh"
+echo "pack.sh: $(du -sh "$dist" | cut -f1) in $dist:"
+ls -la "$dist/bin" "$dist/lib"

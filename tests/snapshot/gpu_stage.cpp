@@ -1,0 +1,448 @@
+// The CUDA backend against the CPU reference (docs/snapshot.md §4.6, GPU list): shapes and
+// dtypes, padded and misaligned rows, ties across tiles, NaN/inf rows, edge sampled ids,
+// determinism, first-gen bytes and the asynchronous hand-off. Exits 77 (meson: SKIP) before
+// Catch2 starts when no CUDA device is usable, so it passes on machines without a GPU.
+#define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <catch2/catch.hpp>
+
+#include <jsonlw/snapshot/first_gen.hpp>
+#include <jsonlw/snapshot/reference.hpp>
+#include <jsonlw/snapshot/stage.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace jsonlw::snapshot;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Before main: no device, no test run.
+const bool device_checked = [] {
+    int err = 0;
+    if (cuda_device_count(&err) == 0) {
+        std::printf("no CUDA device (cudaGetDeviceCount: error %d): skipped\n", err);
+        std::fflush(stdout);
+        std::_Exit(77);
+    }
+    return true;
+}();
+
+#define CUDA_OK(expr) REQUIRE((expr) == cudaSuccess)
+
+double g_max_abs_err = 0;  // observed logprob/lse error against the reference
+
+std::uint16_t f32_to_bf16_trunc(float f)
+{
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<std::uint16_t>(u >> 16);
+}
+
+// A host matrix of one dtype, rows x stride elements, made from fp32 values.
+struct HostLogits {
+    LogitDType dtype;
+    int rows, vocab;
+    std::int64_t stride;
+    std::vector<std::byte> bytes;
+
+    HostLogits(LogitDType dt, int r, int v, std::int64_t s)
+        : dtype(dt), rows(r), vocab(v), stride(s), bytes(std::size_t(r) * std::size_t(s) * itemsize(dt))
+    {
+    }
+    void set(int r, int i, float x)
+    {
+        std::byte* p = bytes.data() + (std::size_t(r) * std::size_t(stride) + std::size_t(i)) * itemsize(dtype);
+        if (dtype == LogitDType::F32) {
+            std::memcpy(p, &x, 4);
+        } else if (dtype == LogitDType::BF16) {
+            const std::uint16_t h = f32_to_bf16_trunc(x);
+            std::memcpy(p, &h, 2);
+        } else {
+            bool o;
+            const std::uint16_t h = f32_to_f16_rne(x, &o);
+            std::memcpy(p, &h, 2);
+        }
+    }
+    const void* row(int r) const
+    {
+        return bytes.data() + std::size_t(r) * std::size_t(stride) * itemsize(dtype);
+    }
+};
+
+// Collects batches; copies the rows out so the lease can go at once.
+struct Collector {
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<std::vector<TokenSnapshot>> rows;
+    std::vector<std::vector<std::vector<std::byte>>> first_gen;
+    std::vector<std::uint32_t> overflow;
+    std::vector<bool> failed;
+    std::vector<std::thread::id> threads;
+
+    BatchSink sink()
+    {
+        return [this](SnapshotBatch&& b) {
+            std::vector<TokenSnapshot> r(b.rows.begin(), b.rows.end());
+            std::vector<std::vector<std::byte>> fg;
+            for (const auto& f : b.first_gen) fg.emplace_back(f.bytes.begin(), f.bytes.end());
+            std::lock_guard lock(m);
+            for (const auto& f : b.first_gen) overflow.push_back(f.overflow_to_inf);
+            rows.push_back(std::move(r));
+            first_gen.push_back(std::move(fg));
+            failed.push_back(b.failed);
+            threads.push_back(std::this_thread::get_id());
+            cv.notify_all();
+        };
+    }
+    std::size_t count()
+    {
+        std::lock_guard lock(m);
+        return rows.size();
+    }
+};
+
+struct DeviceBuffer {
+    void* p = nullptr;
+    explicit DeviceBuffer(std::size_t n) { REQUIRE(cudaMalloc(&p, n + 64) == cudaSuccess); }
+    ~DeviceBuffer() { cudaFree(p); }
+};
+
+bool same_class(float a, float b)
+{
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    if (std::isinf(a) || std::isinf(b)) return a == b;
+    return true;
+}
+
+void check_close(float gpu, float ref, const char* what)
+{
+    INFO(what << ": gpu " << gpu << " ref " << ref);
+    REQUIRE(same_class(gpu, ref));
+    if (std::isfinite(ref)) {
+        const double d = std::fabs(double(gpu) - double(ref));
+        g_max_abs_err = std::max(g_max_abs_err, d);
+        REQUIRE(d <= 1e-4 + 1e-5 * std::fabs(double(ref)));
+    }
+}
+
+std::uint32_t bits(float f)
+{
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+void compare_row(const TokenSnapshot& g, const TokenSnapshot& ref, int k)
+{
+    REQUIRE(g.sampled_id == ref.sampled_id);
+    REQUIRE(g.sampled_rank == ref.sampled_rank);
+    REQUIRE(g.nan_count == ref.nan_count);
+    REQUIRE(g.posinf_count == ref.posinf_count);
+    REQUIRE(g.status_flags == ref.status_flags);
+    REQUIRE(int(g.k) == k);
+    REQUIRE(same_class(g.sampled_logit, ref.sampled_logit));
+    if (!std::isnan(ref.sampled_logit)) REQUIRE(bits(g.sampled_logit) == bits(ref.sampled_logit));
+    check_close(g.lse, ref.lse, "lse");
+    check_close(g.sampled_logprob, ref.sampled_logprob, "sampled_logprob");
+    for (int j = 0; j < k; ++j) {
+        INFO("top-k index " << j);
+        REQUIRE(g.topk_ids[j] == ref.topk_ids[j]);
+        REQUIRE(bits(g.topk_logits[j]) == bits(ref.topk_logits[j]));
+        check_close(g.topk_logprobs[j], ref.topk_logprobs[j], "topk_logprob");
+    }
+}
+
+struct RunResult {
+    std::vector<TokenSnapshot> rows;
+    std::vector<std::vector<std::byte>> first_gen;
+    std::vector<std::uint32_t> overflow;
+};
+
+// Uploads h (optionally one element past an aligned base), captures once on a fresh stage,
+// compares every row with reference_row, returns the GPU rows.
+RunResult run_and_compare(const HostLogits& h, const std::vector<std::int32_t>& sampled, int k,
+                          std::size_t base_offset_elems = 0,
+                          FirstGenMode fg = FirstGenMode::Off, std::vector<RowMeta> meta = {})
+{
+    const std::size_t es = itemsize(h.dtype);
+    DeviceBuffer dl(h.bytes.size() + base_offset_elems * es);
+    DeviceBuffer ds(sampled.size() * 4);
+    auto* base = static_cast<std::byte*>(dl.p) + base_offset_elems * es;
+    CUDA_OK(cudaMemcpy(base, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(ds.p, sampled.data(), sampled.size() * 4, cudaMemcpyHostToDevice));
+    int device = 0;
+    CUDA_OK(cudaGetDevice(&device));
+
+    Collector c;
+    SnapshotConfig cfg;
+    cfg.k = k;
+    cfg.max_rows = std::max(h.rows, 1);
+    cfg.max_vocab = std::max(h.vocab, 1);
+    cfg.first_gen = fg;
+    cfg.max_first_gen_rows_per_step = std::max(h.rows, 1);
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    if (meta.empty()) {
+        meta.resize(std::size_t(h.rows));
+        for (int r = 0; r < h.rows; ++r) meta[std::size_t(r)] = RowMeta{std::uint64_t(r) + 7, 0, 1, 0};
+    }
+    const LogitsView v{base, h.dtype, h.rows, h.vocab, h.stride, device};
+    REQUIRE(stage->capture(v, static_cast<const std::int32_t*>(ds.p), meta, nullptr) ==
+            CaptureResult::Enqueued);
+    REQUIRE(stage->drain(10s));
+    REQUIRE(c.count() == 1);
+    REQUIRE(!c.failed[0]);
+    INFO("last_error: " << stage->stats().last_error);
+    const auto& g = c.rows[0];
+    REQUIRE(g.size() == std::size_t(h.rows));
+    RowScratch scratch;
+    for (int r = 0; r < h.rows; ++r) {
+        INFO("dtype " << dtype_name(h.dtype) << " rows " << h.rows << " vocab " << h.vocab << " k " << k
+                      << " row " << r << " sampled " << sampled[std::size_t(r)]);
+        TokenSnapshot ref{};
+        reference_row(h.row(r), h.dtype, h.vocab, sampled[std::size_t(r)], k, ref, scratch);
+        REQUIRE(g[std::size_t(r)].request_id == meta[std::size_t(r)].request_id);
+        REQUIRE(g[std::size_t(r)].row_flags == meta[std::size_t(r)].flags);
+        compare_row(g[std::size_t(r)], ref, k);
+    }
+    return RunResult{g, c.first_gen.empty() ? std::vector<std::vector<std::byte>>{} : c.first_gen[0],
+                     c.overflow};
+}
+
+HostLogits random_logits(LogitDType dt, int rows, int vocab, std::int64_t stride, std::uint64_t seed,
+                         float sigma = 3.f)
+{
+    // Cheap and roughly normal(0, sigma): four uniform bytes summed (std::normal_distribution
+    // over 10^8 values would dominate the test's run time).
+    HostLogits h(dt, rows, vocab, stride);
+    std::mt19937_64 rng(seed);
+    for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < vocab; ++i) {
+            const std::uint64_t u = rng();
+            const float sum = float(u & 0xff) + float((u >> 8) & 0xff) + float((u >> 16) & 0xff) +
+                              float((u >> 24) & 0xff) + float((u >> 32) & 0xffff) / 65536.f;
+            h.set(r, i, (sum / 255.f - 2.f) * 1.7f * sigma);
+        }
+    return h;
+}
+
+std::vector<std::int32_t> random_sampled(int rows, int vocab, std::uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::vector<std::int32_t> s(static_cast<std::size_t>(rows));
+    for (auto& x : s) x = std::int32_t(rng() % std::uint64_t(vocab));
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("GPU rows equal the reference over vocab sizes, batches, k and dtypes", "[gpu]")
+{
+    const int vocabs[] = {1, 31, 1000, 4095, 4097, 32000, 128256, 151936, 152064, 151937, 256000, 262144};
+    const LogitDType dtypes[] = {LogitDType::BF16, LogitDType::F16, LogitDType::F32};
+    const int ks[] = {1, 20, 64};
+    std::uint64_t seed = 1;
+    // Trimmed cross product: every vocab with each dtype and k once; batches cycle.
+    const int batches[] = {1, 2, 7, 256, 512};
+    int bi = 0;
+    for (int v : vocabs) {
+        for (LogitDType dt : dtypes) {
+            const int k = ks[(seed) % 3];
+            int rows = batches[bi++ % 5];
+            if (std::int64_t(rows) * v > 20'000'000) rows = 32;  // keep host reference time bounded
+            const auto h = random_logits(dt, rows, v, v, seed);
+            run_and_compare(h, random_sampled(rows, v, seed + 100), k);
+            ++seed;
+        }
+    }
+    // The headline shape, all three k.
+    for (int k : {1, 64}) {
+        const auto h = random_logits(LogitDType::BF16, 256, 152064, 152064, 77 + std::uint64_t(k));
+        run_and_compare(h, random_sampled(256, 152064, 5), k);
+    }
+    std::printf("max |gpu - ref| of lse/logprobs so far: %.3g\n", g_max_abs_err);
+}
+
+TEST_CASE("GPU handles padded rows and a base pointer off the 16-byte grid", "[gpu]")
+{
+    for (LogitDType dt : {LogitDType::BF16, LogitDType::F16, LogitDType::F32}) {
+        for (int v : {31, 4097, 152064}) {
+            const auto h = random_logits(dt, 7, v, v + 13, 11);
+            run_and_compare(h, random_sampled(7, v, 12), 20, 0);
+            run_and_compare(h, random_sampled(7, v, 13), 20, 1);
+        }
+    }
+}
+
+TEST_CASE("GPU ties: all-equal rows, quantized rows, equal maxima in different tiles", "[gpu]")
+{
+    const int v = 152064;
+    for (LogitDType dt : {LogitDType::BF16, LogitDType::F32}) {
+        HostLogits h(dt, 4, v, v);
+        std::mt19937_64 rng(3);
+        for (int i = 0; i < v; ++i) {
+            h.set(0, i, 1.5f);                                      // all equal
+            h.set(1, i, float(rng() % 3) * 0.5f);                   // {0, 0.5, 1}
+            h.set(2, i, std::normal_distribution<float>(0, 1)(rng));
+            h.set(3, i, (i % 2) ? -0.0f : 0.0f);                    // -0 == +0
+        }
+        for (int i : {5, 20000, 70000, 151000, 152063}) h.set(2, i, 9.0f);  // tied maxima
+        run_and_compare(h, {100, 7, 70000, 3}, 64);
+        run_and_compare(h, {0, v - 1, 5, v - 1}, 20);
+    }
+}
+
+TEST_CASE("GPU special rows: NaN, +inf, -inf masks, all -inf, NaN in a far tile", "[gpu]")
+{
+    const int v = 152064;
+    for (LogitDType dt : {LogitDType::BF16, LogitDType::F16, LogitDType::F32}) {
+        auto h = random_logits(dt, 6, v, v, 21);
+        const float nan = std::nanf(""), inf = INFINITY;
+        h.set(0, 150000, nan);                       // NaN far from the max's tile
+        h.set(1, 10, inf);
+        h.set(1, 140000, inf);
+        for (int i = 0; i < v; ++i) h.set(2, i, -inf);  // fully masked
+        for (int i = 0; i < v; i += 2) h.set(3, i, -inf);  // half masked
+        for (int i = 0; i < 40000; ++i) h.set(4, i, -inf);  // whole tiles masked
+        h.set(5, 3, nan);
+        h.set(5, 4, -nan);
+        h.set(5, 100000, nan);
+        run_and_compare(h, {150000, 10, 5, 0, 1, 3}, 20);  // sampled NaN, +inf, -inf, ...
+        run_and_compare(h, {1, 11, v - 1, 1, 50000, 2}, 64);
+    }
+}
+
+TEST_CASE("GPU sampled ids at 0, V-1, on a NaN and out of range", "[gpu]")
+{
+    const int v = 32000;
+    auto h = random_logits(LogitDType::BF16, 5, v, v, 31);
+    h.set(2, 17, std::nanf(""));
+    run_and_compare(h, {0, v - 1, 17, -1, v}, 20);
+    run_and_compare(h, {v + 1000000, 0, 0, std::numeric_limits<std::int32_t>::min(), 3}, 1);
+}
+
+TEST_CASE("GPU results are bitwise identical across two launches", "[gpu]")
+{
+    const auto h = random_logits(LogitDType::BF16, 256, 152064, 152064, 41);
+    const auto s = random_sampled(256, 152064, 42);
+    const auto a = run_and_compare(h, s, 20);
+    const auto b = run_and_compare(h, s, 20);
+    REQUIRE(std::memcmp(a.rows.data(), b.rows.data(), a.rows.size() * sizeof(TokenSnapshot)) == 0);
+}
+
+TEST_CASE("GPU first-gen rows equal the CPU conversion byte for byte", "[gpu]")
+{
+    const int v = 152064;
+    for (FirstGenMode mode : {FirstGenMode::Float16Compat, FirstGenMode::Float32Exact, FirstGenMode::BFloat16Raw}) {
+        for (LogitDType dt : {LogitDType::BF16, LogitDType::F16, LogitDType::F32}) {
+            auto h = random_logits(dt, 4, v, v + 3, 51, 20000.f);  // bf16 -> fp16 overflows
+            h.set(1, 5, std::nanf(""));
+            h.set(1, 6, 70000.f);
+            std::vector<RowMeta> meta(4);
+            for (int r = 0; r < 4; ++r) meta[std::size_t(r)] = RowMeta{std::uint64_t(r), 0, 0, std::uint8_t(r % 2 ? RowMeta::first_gen : 0)};
+            const auto res = run_and_compare(h, random_sampled(4, v, 52), 20, 1, mode, meta);
+            REQUIRE(res.first_gen.size() == 2);
+            int i = 0;
+            for (int r : {1, 3}) {
+                std::vector<std::byte> want(first_gen_item_bytes(mode, dt, v));
+                const auto over = convert_first_gen_row(h.row(r), dt, v, mode, want.data());
+                REQUIRE(res.first_gen[std::size_t(i)] == want);
+                REQUIRE(res.overflow[std::size_t(i)] == over);
+                ++i;
+            }
+        }
+    }
+}
+
+namespace {
+void CUDART_CB sleep_5ms(void*) { std::this_thread::sleep_for(5ms); }
+}  // namespace
+
+TEST_CASE("GPU capture() returns at once behind 5 ms of stream work; the batch comes later", "[gpu]")
+{
+    const int rows = 64, v = 152064;
+    const auto h = random_logits(LogitDType::BF16, rows, v, v, 61);
+    const auto s = random_sampled(rows, v, 62);
+    DeviceBuffer dl(h.bytes.size()), ds(s.size() * 4);
+    CUDA_OK(cudaMemcpy(dl.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    int device = 0;
+    CUDA_OK(cudaGetDevice(&device));
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    Collector c;
+    SnapshotConfig cfg;
+    cfg.max_rows = rows;
+    cfg.max_vocab = v;
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    std::vector<RowMeta> meta(rows);
+    const LogitsView view{dl.p, LogitDType::BF16, rows, v, v, device};
+    // Warm up (first launches load modules), then time.
+    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
+    REQUIRE(stage->drain(5s));
+    std::vector<double> us;
+    for (int i = 0; i < 5; ++i) {
+        CUDA_OK(cudaLaunchHostFunc(stream, sleep_5ms, nullptr));
+        const std::size_t before = c.count();
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto r = stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream);
+        const auto t1 = std::chrono::steady_clock::now();
+        REQUIRE(r == CaptureResult::Enqueued);
+        REQUIRE(c.count() == before);  // not before the stream got there
+        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        REQUIRE(stage->drain(5s));
+        REQUIRE(c.count() == before + 1);
+        REQUIRE(c.threads.back() != std::this_thread::get_id());
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("capture() behind a busy stream: min %.1f us, median %.1f us\n", us[0], us[2]);
+    CHECK(us[2] < 50.0);
+    const auto st = stage->stats();
+    CHECK(st.watchdog_fires == 0);
+    CHECK(st.delivered_batches == 6);
+    stage.reset();
+    cudaStreamDestroy(stream);
+    std::printf("max |gpu - ref| of lse/logprobs: %.3g\n", g_max_abs_err);
+}
+
+TEST_CASE("GPU full ring drops the step instead of waiting", "[gpu]")
+{
+    const int rows = 8, v = 4096;
+    const auto h = random_logits(LogitDType::F32, rows, v, v, 71);
+    const auto s = random_sampled(rows, v, 72);
+    DeviceBuffer dl(h.bytes.size()), ds(s.size() * 4);
+    CUDA_OK(cudaMemcpy(dl.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    int device = 0;
+    CUDA_OK(cudaGetDevice(&device));
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    Collector c;
+    SnapshotConfig cfg;
+    cfg.max_rows = rows;
+    cfg.max_vocab = v;
+    cfg.ring_slots = 2;
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    std::vector<RowMeta> meta(rows);
+    const LogitsView view{dl.p, LogitDType::F32, rows, v, v, device};
+    CUDA_OK(cudaLaunchHostFunc(stream, sleep_5ms, nullptr));
+    CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
+    CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
+    CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Dropped);
+    REQUIRE(stage->drain(5s));
+    CHECK(stage->stats().dropped_steps == 1);
+    stage.reset();
+    cudaStreamDestroy(stream);
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Runs the built `jsonlw` executable: exit statuses, --json, and the --html page's
+well-formedness (every tag closed in order, checked with html.parser; one <svg> per <figure>).
+
+Usage: cli_test.py JSONLW DATA_DIR
+"""
+import html.parser
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+JSONLW, DATA = sys.argv[1], sys.argv[2]
+VOID = {"meta", "br", "hr", "img", "input", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
+failures = []
+
+
+def run(*args):
+    p = subprocess.run([JSONLW, *args], capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
+    if not cond:
+        failures.append(name)
+
+
+class Balance(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.errors, self.counts = [], [], {}
+
+    def handle_starttag(self, tag, attrs):
+        self.counts[tag] = self.counts.get(tag, 0) + 1
+        if tag not in VOID:
+            self.stack.append((tag, self.getpos()))
+
+    def handle_startendtag(self, tag, attrs):
+        self.counts[tag] = self.counts.get(tag, 0) + 1
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1][0] != tag:
+            self.errors.append(f"</{tag}> at {self.getpos()} closes {self.stack[-1] if self.stack else 'nothing'}")
+        else:
+            self.stack.pop()
+
+
+def check_html(name, path, figures):
+    text = open(path, encoding="utf-8").read()
+    b = Balance()
+    b.feed(text)
+    b.close()
+    expect(f"{name}: html starts with a doctype", text.startswith("<!DOCTYPE html>"))
+    expect(f"{name}: html tags balance", not b.errors and not b.stack, (b.errors[:3], b.stack[:3]))
+    expect(f"{name}: one svg per figure", b.counts.get("svg", 0) == b.counts.get("figure", 0) == figures,
+           (b.counts.get("svg"), b.counts.get("figure")))
+    expect(f"{name}: no scripts or external resources",
+           "<script" not in text and " src=" not in text and " href=" not in text)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rc, out, _ = run("--help")
+    expect("--help exits 0", rc == 0)
+    for cmd in ("jsonlw demo", "jsonlw report", "jsonlw validate"):
+        expect(f"--help documents {cmd}", cmd in out)
+    expect("--help states exit statuses for all three", out.count("exit status:") == 3)
+    rc, out, _ = run("--version")
+    expect("--version exits 0", rc == 0 and out.startswith("jsonlw "))
+    expect("an unknown command exits 2", run("frobnicate")[0] == 2)
+    expect("no command exits 2", run()[0] == 2)
+
+    v = os.path.join(DATA, "validate")
+    expect("validate: all valid exits 0", run("validate", os.path.join(v, "good.jsonl"))[0] == 0)
+    rc, out, _ = run("validate", os.path.join(v, "bad.jsonl"))
+    expect("validate: malformed exits 1", rc == 1, rc)
+    expect("validate: names file:line", "bad.jsonl:2: malformed" in out and "bad.jsonl:4: malformed" in out, out)
+    rc, out, _ = run("validate", os.path.join(v, "torn.jsonl"))
+    expect("validate: torn tail exits 2", rc == 2, rc)
+    expect("validate: torn tail reported apart", "torn.jsonl:3: torn tail: 5 bytes" in out, out)
+    expect("validate: --allow-torn-tail exits 0",
+           run("validate", "--allow-torn-tail", os.path.join(v, "torn.jsonl"))[0] == 0)
+    expect("validate: malformed wins over torn",
+           run("validate", os.path.join(v, "torn.jsonl"), os.path.join(v, "bad.jsonl"))[0] == 1)
+    expect("validate: missing file exits 3", run("validate", os.path.join(v, "nope.jsonl"))[0] == 3)
+    expect("validate: no FILE exits 3", run("validate")[0] == 3)
+    expect("validate: unknown option exits 3", run("validate", "--frob", "x")[0] == 3)
+
+    page = os.path.join(tmp, "disagg.html")
+    rc, out, err = run("report", os.path.join(DATA, "disagg"), "--html", page, "--json", "--quiet")
+    expect("report: clean directory exits 0", rc == 0, (rc, err))
+    doc = json.loads(out)
+    spans = doc["perf_metrics"]["disagg"]
+    names = ["disagg_preprocessing", "ctx_preprocessing", "ctx_queue", "ctx_processing", "ctx_postprocessing",
+             "disagg_relay", "gen_preprocessing", "gen_queue_wait", "gen_kv_transfer", "gen_post_transfer",
+             "gen_postprocessing", "disagg_postprocessing"]
+    expect("report --json: spans are 1..12 ms",
+           [spans[n]["median"] for n in names] == [float(k) for k in range(1, 13)],
+           [spans[n]["median"] for n in names])
+    expect("report --json: no samples is null, not 0", spans["tpot"]["median"] is None)
+    expect("report --quiet: nothing on stderr", err == "", err)
+    check_html("disagg", page, 4)
+
+    page = os.path.join(tmp, "mixed.html")
+    rc, out, err = run("report", os.path.join(DATA, "mixed"), "--html", page)
+    expect("report: malformed lines exit 1", rc == 1, rc)
+    expect("report: names the malformed line",
+           "perf_metrics-server-node1-7-20260101T000000Z.jsonl:3: malformed" in out, out)
+    check_html("mixed", page, 5)  # worker queue, TTFT, e2e, TPOT and the timeline
+
+    expect("report: no DIR exits 2", run("report")[0] == 2)
+    expect("report: missing DIR exits 2", run("report", os.path.join(tmp, "nope"))[0] == 2)
+    expect("report: unknown option exits 2", run("report", DATA, "--frob")[0] == 2)
+    expect("report: unwritable --html exits 2",
+           run("report", os.path.join(DATA, "disagg"), "--quiet", "--html", os.path.join(tmp, "no", "x.html"))[0] == 2)
+    rc, out, _ = run("report", "--bench-baseline", os.path.join(DATA, "disagg"))
+    expect("report --bench-baseline prints both figures", rc == 0 and "iterate_many baseline" in out, out)
+
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)

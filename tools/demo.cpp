@@ -1,0 +1,499 @@
+// jsonlw demo: a simulated LLM server writing all three record kinds, then a report.
+//
+// Two sides, as in a real server. The *server* is an Asio io_context on this thread: requests
+// arrive on it (Poisson), are traced (a request line whose credentials get redacted), and the
+// tokens come back to it as snapshot batches, one post per decode step, which become
+// raw-output chunks; a finished request gets its response line and its perf-metrics record.
+// The *engine* is a thread running the decode loop: it admits up to --concurrency requests,
+// builds each step's seeded synthetic logits, samples a token per row, and hands the step to
+// the snapshot stage (CUDA when a GPU is present, else the CPU), never waiting on the server.
+#include "commands.hpp"
+#include "demo_options.hpp"
+#include "progress.hpp"
+
+#include <jsonlw/perf_metrics_writer.hpp>
+#include <jsonlw/raw_output_snapshot.hpp>
+#include <jsonlw/raw_output_writer.hpp>
+#include <jsonlw/request_trace_writer.hpp>
+#include <jsonlw/snapshot/asio_bridge.hpp>
+#include <jsonlw/snapshot/stage.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace jsonlw::tools {
+namespace {
+
+namespace snap = jsonlw::snapshot;
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+double steady_seconds(Clock::time_point t)
+{
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// The demo's "tokenizer": token id -> a word (ids past the list wrap around).
+constexpr const char* words[] = {
+    "the", "model", "writes", "records", "without", "blocking", "its", "loop", "and", "every",
+    "line", "is", "valid", "JSON", "a", "token", "per", "step", "from", "GPU", "to", "disk",
+    "fast", "batch", "queue", "never", "loses", "count", "drop", "we", "measure", "what",
+    "matters", "latency", "throughput", "in", "order", "on", "time", "with", "care", "so",
+    "that", "readers", "can", "trust", "files", "later", ".", ",", "!", "?", "of", "it",
+    "runs", "here", "now", "again", "each", "request", "gets", "answer", "done", "ok"};
+constexpr std::size_t num_words = sizeof(words) / sizeof(words[0]);
+
+// What the server knows about a request.
+struct ServerRequest {
+    std::uint64_t id = 0;
+    std::string trace_id;
+    std::string session;
+    Clock::time_point arrival{};
+    Clock::time_point scheduled{};
+    Clock::time_point first_token{};
+    Clock::time_point last_token{};
+    std::uint32_t max_tokens = 0;
+    std::uint32_t tokens_seen = 0;
+    std::string sse;               // the response body as the client saw it
+    bool engine_done = false;
+    std::uint64_t last_batch = 0;  // steps the engine had enqueued when it finished this one
+};
+
+// What the engine knows about a request.
+struct EngineRequest {
+    std::uint64_t id = 0;
+    std::uint32_t max_tokens = 0;
+    std::uint32_t step = 0;
+    std::uint32_t topic = 0;
+    std::int32_t prev = 0;
+};
+
+class Demo {
+public:
+    explicit Demo(const DemoOptions& o)
+        : o_(o),
+          raw_(loop_.get_executor(), raw_options(o)),
+          trace_(loop_.get_executor(), RequestTraceOptions{.directory = o.out / "request_trace"}),
+          perf_(loop_.get_executor(), o.out / "perf_metrics", "server"),
+          arrival_timer_(loop_),
+          server_rng_(o.seed ^ 0x5eedu)
+    {
+        snap::SnapshotConfig sc;
+        sc.k = o.top_k;
+        sc.max_rows = int(o.concurrency);
+        sc.max_vocab = int(o.vocab);
+        sc.first_gen = snap::FirstGenMode::Float16Compat;
+        sc.max_first_gen_rows_per_step = 8;
+        sc.ring_slots = 16;
+        config_ = sc;
+        stage_ = snap::SnapshotStage::create(
+            sc, o.backend,
+            snap::post_batches(loop_.get_executor(),
+                               [this](snap::SnapshotBatch&& b) { on_batch(std::move(b)); }));
+    }
+
+    int run(const ProgressOptions& progress_options)
+    {
+        raw_.start();
+        trace_.start();
+        perf_.start();
+        const auto t0 = Clock::now();
+        schedule_arrival();
+        ProgressOptions po = progress_options;
+        po.bytes = false;
+        progress_.emplace("demo: requests finished", o_.requests, po);
+        std::thread engine([this] { engine_loop(); });
+        loop_.run();  // until every request has its response (finish_ready stops it)
+        engine.join();
+        progress_->finish();
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+        // Every enqueued step has reached the loop (and was handled above); close the writers.
+        stage_->drain(std::chrono::seconds(10));
+        loop_.restart();
+        auto raw_close = raw_.async_close(asio::use_future);
+        auto trace_close = trace_.async_close(asio::use_future);
+        auto perf_close = perf_.async_close(asio::use_future);
+        loop_.run();
+        const CloseReport reports[] = {raw_close.get(), trace_close.get(), perf_close.get()};
+        return summarize(seconds, reports);
+    }
+
+private:
+    static RawOutputOptions raw_options(const DemoOptions& o)
+    {
+        RawOutputOptions r;
+        r.directory = o.out / "raw_output";
+        r.max_pending = o.concurrency * 4 + 64;
+        r.queue_capacity = 4096;
+        return r;
+    }
+
+    // --- the server side (the loop's thread) --------------------------------------------
+    void schedule_arrival()
+    {
+        if (arrived_ == o_.requests) return;
+        std::exponential_distribution<double> gap(o_.rate);
+        const auto wait = std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(gap(server_rng_)));
+        arrival_timer_.expires_after(wait);
+        arrival_timer_.async_wait([this](boost::system::error_code ec) {
+            if (ec) return;
+            arrive();
+            schedule_arrival();
+        });
+    }
+
+    void arrive()
+    {
+        const std::uint64_t id = 1000 + arrived_++;
+        std::uniform_int_distribution<std::uint32_t> len(o_.min_tokens, o_.max_tokens);
+        ServerRequest& r = server_[id];
+        r.id = id;
+        r.trace_id = new_trace_id();
+        r.session = fmt::format("user-{}@demo", id % 97);
+        r.arrival = Clock::now();
+        r.max_tokens = len(server_rng_);
+        RequestTrace req;
+        req.trace_id = r.trace_id;
+        req.session = r.session;
+        req.server_arrival_time = steady_seconds(r.arrival);
+        req.route = "/v1/completions";
+        req.headers = {{"Content-Type", "application/json"},
+                       {"Authorization", "Bearer sk-demo-" + std::to_string(id)},
+                       {"X-Api-Key", "demo-key"},
+                       {"Cookie", "session=" + std::to_string(id)},
+                       {"User-Agent", "jsonlw-demo/1"}};
+        req.body = fmt::format(
+            R"({{"model":"demo","prompt":"Tell me about record {}","max_tokens":{},"stream":true,"logprobs":{}}})",
+            id, r.max_tokens, o_.top_k);
+        trace_.record_request(std::move(req));
+        {
+            std::lock_guard lock(admission_mutex_);
+            admission_.push_back(EngineRequest{id, r.max_tokens, 0, std::uint32_t(id % topics),
+                                               std::int32_t(id % o_.vocab)});
+        }
+        admission_cv_.notify_one();
+    }
+
+    void on_scheduled(std::uint64_t id, Clock::time_point at)
+    {
+        if (auto it = server_.find(id); it != server_.end()) it->second.scheduled = at;
+    }
+
+    void on_batch(snap::SnapshotBatch&& b)
+    {
+        batches_seen_ = b.batch_seq + 1;
+        for (const snap::TokenSnapshot& row : b.rows) {
+            auto it = server_.find(row.request_id);
+            if (it == server_.end()) continue;
+            ServerRequest& r = it->second;
+            const auto now = Clock::now();
+            if (r.tokens_seen == 0) r.first_token = now;
+            r.last_token = now;
+            ++r.tokens_seen;
+            const TokenLogprob lp = token_logprob(row, config_);
+            const std::string text = std::string(r.tokens_seen == 1 ? "" : " ") +
+                                     words[std::size_t(row.sampled_id) % num_words];
+            OutputChunk c;
+            c.request_id = row.request_id;
+            c.output_index = row.seq_index;
+            c.text_diff = text;
+            c.token_ids_diff = std::span<const std::int32_t>(&row.sampled_id, 1);
+            c.logprobs_diff = std::span<const TokenLogprob>(&lp, 1);
+            c.streaming = true;
+            for (const snap::FirstGenLogits& fg : b.first_gen)
+                if (fg.request_id == row.request_id && fg.seq_index == row.seq_index)
+                    c.first_gen_logits = first_gen_view(fg);
+            c.is_final = row.step + 1 == r.max_tokens;
+            raw_.on_chunk(c);
+            r.sse += fmt::format(
+                "data: {{\"id\":\"cmpl-{}\",\"choices\":[{{\"index\":0,\"text\":\"{}\"}}]}}\n\n", r.id,
+                text);
+            if (c.is_final) {
+                r.engine_done = true;  // every step of it is here
+                r.last_batch = 0;
+            }
+        }
+        finish_ready();
+    }
+
+    void on_finished(std::uint64_t id, std::uint64_t last_batch)
+    {
+        auto it = server_.find(id);
+        if (it == server_.end()) return;  // already answered from its final step
+        it->second.engine_done = true;
+        it->second.last_batch = last_batch;
+        finish_ready();
+    }
+
+    // Requests whose engine side finished and whose steps have all been delivered (or
+    // dropped: delivery is in capture order, so a later batch settles an earlier step).
+    void finish_ready()
+    {
+        for (auto it = server_.begin(); it != server_.end();) {
+            ServerRequest& r = it->second;
+            if (r.engine_done && r.last_batch <= batches_seen_) {
+                respond(r);
+                it = server_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        if (finished_ == o_.requests) {
+            arrival_timer_.cancel();
+            {
+                std::lock_guard lock(admission_mutex_);
+                engine_stop_ = true;
+            }
+            admission_cv_.notify_one();
+            loop_.stop();  // the writers' drains keep the loop busy; run() returns here
+        }
+    }
+
+    void respond(ServerRequest& r)
+    {
+        if (r.tokens_seen < r.max_tokens) {
+            // Steps of it were dropped by the stage: its record says so instead of pretending.
+            raw_.on_request_end(r.id, "steps_dropped");
+            lost_tokens_ += r.max_tokens - r.tokens_seen;
+        }
+        r.sse += "data: [DONE]\n\n";
+        ResponseTrace resp;
+        resp.trace_id = r.trace_id;
+        resp.session = r.session;
+        resp.client_id = std::int64_t(r.id);
+        resp.http_status = 200;
+        resp.response = TraceResponseBody{ResponseKind::sse_text, std::move(r.sse)};
+        trace_.record_response(std::move(resp));
+
+        PerfMetricsRecord rec;
+        rec.request_id = std::to_string(r.id);
+        PhaseRecord& p = rec.server.emplace();
+        const auto s = [](Clock::time_point t) -> std::optional<double> {
+            if (t == Clock::time_point{}) return std::nullopt;
+            return steady_seconds(t);
+        };
+        p.first_iter = 0;
+        p.last_iter = std::int64_t(r.tokens_seen) - 1;
+        p.timing_metrics.arrival_time = s(r.arrival);
+        p.timing_metrics.server_arrival_time = s(r.arrival);
+        p.timing_metrics.first_scheduled_time = s(r.scheduled);
+        p.timing_metrics.first_token_time = s(r.first_token);
+        p.timing_metrics.server_first_token_time = s(r.first_token);
+        p.timing_metrics.last_token_time = s(r.last_token);
+        const std::int64_t blocks = (std::int64_t(r.max_tokens) + 63) / 64 + 1;
+        p.kv_cache_metrics = KvCacheMetrics{blocks, blocks, 0, blocks, std::nullopt};
+        perf_.submit(std::move(rec));
+        ++finished_;
+        progress_->advance(1);
+    }
+
+    // --- the engine (its own thread) ----------------------------------------------------
+    static constexpr std::uint32_t topics = 8;
+
+    void engine_loop()
+    {
+        const int V = int(o_.vocab);
+        const int usable = std::max(1, V - 16);
+        // Per-topic base logits: normal(0, 2), the last 16 ids masked to -inf (vocab padding).
+        std::mt19937_64 rng(o_.seed);
+        std::normal_distribution<float> normal(0.f, 2.f);
+        std::vector<std::vector<float>> base(topics, std::vector<float>(std::size_t(V)));
+        for (auto& row : base) {
+            for (float& x : row) x = normal(rng);
+            for (int i = usable; i < V; ++i) row[std::size_t(i)] = -std::numeric_limits<float>::infinity();
+        }
+        std::vector<EngineRequest> active;
+        std::vector<float> logits;
+        std::vector<std::int32_t> sampled;
+        std::vector<snap::RowMeta> meta;
+        std::uniform_real_distribution<double> unit(0, 1);
+        std::uint64_t enqueued = 0;
+        for (;;) {
+            {
+                std::unique_lock lock(admission_mutex_);
+                if (active.empty())
+                    admission_cv_.wait(lock, [&] { return engine_stop_ || !admission_.empty(); });
+                if (engine_stop_ && active.empty()) return;
+                const auto now = Clock::now();
+                while (!admission_.empty() && active.size() < o_.concurrency) {
+                    active.push_back(admission_.front());
+                    admission_.pop_front();
+                    asio::post(loop_, [this, id = active.back().id, now] { on_scheduled(id, now); });
+                }
+            }
+            const int rows = int(active.size());
+            logits.resize(std::size_t(rows) * std::size_t(V));
+            sampled.resize(std::size_t(rows));
+            meta.resize(std::size_t(rows));
+            for (int r = 0; r < rows; ++r) {
+                EngineRequest& q = active[std::size_t(r)];
+                float* row = logits.data() + std::size_t(r) * std::size_t(V);
+                std::copy(base[q.topic].begin(), base[q.topic].end(), row);
+                // The "model" strongly prefers one continuation; the sampler mostly takes it.
+                const auto intended = std::int32_t(
+                    (std::uint64_t(std::uint32_t(q.prev)) * 2654435761u + q.step) % std::uint64_t(usable));
+                row[intended] += 9.f;
+                sampled[std::size_t(r)] = unit(rng) < 0.85 ? intended
+                                                           : std::int32_t(rng() % std::uint64_t(usable));
+                meta[std::size_t(r)] = snap::RowMeta{
+                    q.id, 0, q.step, std::uint8_t(q.step == 0 ? snap::RowMeta::first_gen : 0)};
+            }
+            const snap::LogitsView view{logits.data(), snap::LogitDType::F32, rows, V, V, -1};
+            if (stage_->capture(view, sampled.data(), meta) == snap::CaptureResult::Enqueued)
+                ++enqueued;
+            steps_.fetch_add(1, std::memory_order_relaxed);
+            // Advance; finished requests leave the batch and tell the server.
+            for (int r = 0; r < rows; ++r) {
+                EngineRequest& q = active[std::size_t(r)];
+                q.prev = sampled[std::size_t(r)];
+                if (++q.step == q.max_tokens)
+                    asio::post(loop_, [this, id = q.id, enqueued] { on_finished(id, enqueued); });
+            }
+            std::erase_if(active, [](const EngineRequest& q) { return q.step == q.max_tokens; });
+        }
+    }
+
+    int summarize(double seconds, const CloseReport (&reports)[3])
+    {
+        const char* names[] = {"raw output", "request trace", "perf metrics"};
+        bool lost = false;
+        std::printf("jsonlw demo: %llu requests, %llu decode steps in %.2f s "
+                    "(snapshot backend %s, vocab %u, concurrency %zu, seed %llu)\n",
+                    (unsigned long long)finished_, (unsigned long long)steps_.load(), seconds,
+                    snap::to_string(stage_->backend()), unsigned(o_.vocab), o_.concurrency,
+                    (unsigned long long)o_.seed);
+        std::printf("\n%-14s %10s %10s %11s %9s %9s %9s\n", "writer", "submitted", "written",
+                    "records/s", "MB", "dropped", "unknown");
+        for (int i = 0; i < 3; ++i) {
+            const WriterStats& s = reports[i].stats;
+            std::printf("%-14s %10llu %10llu %11.0f %9.2f %9llu %9llu\n", names[i],
+                        (unsigned long long)s.submitted, (unsigned long long)s.written,
+                        double(s.written) / seconds, double(s.bytes) / 1e6,
+                        (unsigned long long)s.dropped.total(), (unsigned long long)s.unknown);
+            if (s.dropped.total() || s.unknown || !reports[i].drained) lost = true;
+            if (s.dropped.total())
+                std::printf("  dropped by reason: queue_full %llu, oldest_evicted %llu, malformed %llu, "
+                            "write_error %llu, shutdown %llu, unexpected %llu, closed %llu\n",
+                            (unsigned long long)s.dropped.queue_full,
+                            (unsigned long long)s.dropped.oldest_evicted,
+                            (unsigned long long)s.dropped.malformed,
+                            (unsigned long long)s.dropped.write_error,
+                            (unsigned long long)s.dropped.shutdown,
+                            (unsigned long long)s.dropped.unexpected,
+                            (unsigned long long)s.dropped.closed);
+        }
+        const snap::SnapshotStats st = stage_->stats();
+        std::printf("\nsnapshot stage (%s): %llu steps captured (%llu rows), %llu dropped, "
+                    "%llu first-gen rows (%llu dropped); %llu tokens lost to dropped steps\n",
+                    snap::to_string(st.backend), (unsigned long long)st.captured_steps,
+                    (unsigned long long)st.captured_rows, (unsigned long long)st.dropped_steps,
+                    (unsigned long long)st.first_gen_rows, (unsigned long long)st.first_gen_dropped,
+                    (unsigned long long)lost_tokens_);
+        std::printf("\nfiles under %s:\n", o_.out.c_str());
+        std::vector<std::filesystem::path> files;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(o_.out))
+            if (e.is_regular_file()) files.push_back(e.path());
+        std::sort(files.begin(), files.end());
+        for (const auto& f : files)
+            std::printf("  %s (%s)\n", f.lexically_relative(o_.out).c_str(),
+                        format_bytes(double(std::filesystem::file_size(f))).c_str());
+        std::fflush(stdout);
+        return lost ? 1 : 0;
+    }
+
+    DemoOptions o_;
+    asio::io_context loop_;
+    RawOutputWriter raw_;
+    RequestTraceWriter trace_;
+    PerfMetricsWriter perf_;
+    snap::SnapshotConfig config_;
+    std::unique_ptr<snap::SnapshotStage> stage_;
+    asio::steady_timer arrival_timer_;
+    std::mt19937_64 server_rng_;
+    std::optional<Progress> progress_;
+
+    // the server side (loop thread only)
+    std::map<std::uint64_t, ServerRequest> server_;
+    std::uint64_t arrived_ = 0;
+    std::uint64_t finished_ = 0;
+    std::uint64_t batches_seen_ = 0;
+    std::uint64_t lost_tokens_ = 0;
+
+    // the engine side
+    std::mutex admission_mutex_;
+    std::condition_variable admission_cv_;
+    std::deque<EngineRequest> admission_;
+    bool engine_stop_ = false;  // under admission_mutex_
+    std::atomic<std::uint64_t> steps_{0};
+};
+
+}  // namespace
+
+int demo_main(std::span<char*> args)
+{
+    DemoOptions o;
+    std::string error;
+    if (!parse_demo_options(args, o, error)) {
+        std::fprintf(stderr, "jsonlw demo: %s (see jsonlw --help)\n", error.c_str());
+        return 2;
+    }
+    std::error_code ec;
+    // An earlier demo's output in the same place is replaced: appending to it would mix two
+    // runs in one report. Only the demo's own three folders are removed.
+    for (const char* sub : {"raw_output", "request_trace", "perf_metrics"}) {
+        const auto dir = o.out / sub;
+        if (!std::filesystem::exists(dir, ec)) continue;
+        std::filesystem::remove_all(dir, ec);
+        if (ec) {
+            std::fprintf(stderr, "jsonlw demo: cannot remove the earlier run's %s: %s\n", dir.c_str(),
+                         ec.message().c_str());
+            return 2;
+        }
+        std::fprintf(stderr, "jsonlw demo: removed the earlier run's %s\n", dir.c_str());
+    }
+    std::filesystem::create_directories(o.out, ec);
+    if (ec) {
+        std::fprintf(stderr, "jsonlw demo: cannot create %s: %s\n", o.out.c_str(), ec.message().c_str());
+        return 2;
+    }
+    int status = 0;
+    try {
+        Demo demo(o);
+        status = demo.run(ProgressOptions{});
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "jsonlw demo: %s\n", e.what());
+        return 1;
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    // Then the report over what was just written, as `jsonlw report DIR` prints it.
+    std::string dir = o.out.string();
+    char* report_args[] = {dir.data()};
+    const int report_status = report_main(std::span<char*>(report_args, 1));
+    return status != 0 ? status : report_status;
+}
+
+}  // namespace jsonlw::tools

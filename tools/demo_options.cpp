@@ -1,0 +1,78 @@
+#include "demo_options.hpp"
+
+#include <charconv>
+#include <string_view>
+
+namespace jsonlw::tools {
+namespace {
+
+template <class T>
+bool number(std::string_view s, T& out)
+{
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& error)
+{
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string_view a = args[i];
+        const auto value = [&](std::string_view& v) {
+            if (i + 1 >= args.size()) {
+                error = std::string(a) + " needs a value";
+                return false;
+            }
+            v = args[++i];
+            return true;
+        };
+        std::string_view v;
+        const auto bad = [&] {
+            error = "bad value for " + std::string(a) + ": " + std::string(v);
+            return false;
+        };
+        if (a == "--requests") {
+            if (!value(v)) return false;
+            if (!number(v, o.requests) || o.requests == 0) return bad();
+        } else if (a == "--rate") {
+            if (!value(v)) return false;
+            if (!number(v, o.rate) || !(o.rate > 0) || o.rate > 1e7) return bad();
+        } else if (a == "--concurrency") {
+            if (!value(v)) return false;
+            if (!number(v, o.concurrency) || o.concurrency == 0 || o.concurrency > 4096) return bad();
+        } else if (a == "--vocab") {
+            if (!value(v)) return false;
+            if (!number(v, o.vocab) || o.vocab < 32 || o.vocab > 262144) return bad();
+        } else if (a == "--seed") {
+            if (!value(v)) return false;
+            if (!number(v, o.seed)) return bad();
+        } else if (a == "--out") {
+            if (!value(v)) return false;
+            if (v.empty()) return bad();
+            o.out = std::string(v);
+        } else if (a == "--backend") {
+            if (!value(v)) return false;
+            if (v == "auto") o.backend = snapshot::Backend::Auto;
+            else if (v == "cpu") o.backend = snapshot::Backend::Cpu;
+            else if (v == "cuda") o.backend = snapshot::Backend::Cuda;
+            else return bad();
+        } else if (a == "--tokens") {
+            if (!value(v)) return false;
+            const auto dash = v.find('-');
+            if (dash == std::string_view::npos || !number(v.substr(0, dash), o.min_tokens) ||
+                !number(v.substr(dash + 1), o.max_tokens) || o.min_tokens < 1 ||
+                o.max_tokens < o.min_tokens || o.max_tokens > 100000)
+                return bad();
+        } else if (a == "--top-k") {
+            if (!value(v)) return false;
+            if (!number(v, o.top_k) || o.top_k < 1 || o.top_k > 64) return bad();
+        } else {
+            error = "unknown argument " + std::string(a);
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace jsonlw::tools

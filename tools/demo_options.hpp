@@ -1,0 +1,30 @@
+// jsonlw demo's command line (documented in `jsonlw --help`).
+#pragma once
+
+#include <jsonlw/snapshot/stage.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+namespace jsonlw::tools {
+
+struct DemoOptions {
+    std::uint64_t requests = 2000;     // --requests N
+    double rate = 500;                 // --rate R: Poisson arrivals per second
+    std::size_t concurrency = 64;      // --concurrency C: requests decoding at once
+    std::uint32_t vocab = 32000;       // --vocab V
+    std::uint64_t seed = 1;            // --seed S: same seed, same tokens and lengths
+    std::filesystem::path out = "jsonlw-out";  // --out DIR
+    snapshot::Backend backend = snapshot::Backend::Auto;  // --backend auto|cpu|cuda
+    std::uint32_t min_tokens = 8;      // --tokens MIN-MAX: output length, uniform
+    std::uint32_t max_tokens = 64;
+    int top_k = 5;                     // --top-k K: alternatives recorded per token
+};
+
+// Parses the arguments after "demo". On an error returns false with a one-line reason.
+bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& error);
+
+}  // namespace jsonlw::tools

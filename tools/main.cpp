@@ -1,0 +1,116 @@
+// The jsonlw command: `jsonlw demo|report|validate|help|--help|--version`. Results go to
+// stdout, progress and errors to stderr; each subcommand's exit statuses are in the help.
+#include "commands.hpp"
+
+#include <jsonlw/version.hpp>
+
+#include <simdjson.h>
+
+#include <cstdio>
+#include <span>
+#include <string_view>
+
+namespace {
+
+constexpr std::string_view usage = R"(usage: jsonlw <command> [options]
+
+  jsonlw demo      run the writers on synthetic traffic and report on what they wrote
+  jsonlw report    summarize a directory of JSON Lines written by the jsonlw writers
+  jsonlw validate  check that every line of some files is strict JSON
+  jsonlw help CMD  the options and exit statuses of one command
+  jsonlw --help    all of them;  jsonlw --version  the version
+
+Results go to stdout; progress (a bar on a terminal, a line every few seconds otherwise) and
+errors go to stderr.
+)";
+
+constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] [--concurrency C] [--vocab V] [--seed S]
+            [--out DIR] [--backend auto|cpu|cuda]
+  Runs the perf-metrics, raw-output and request-trace writers on synthetic requests, writes
+  their files under DIR, then reports on them as `jsonlw report DIR` does.
+    --requests N     how many requests to simulate
+    --rate R         arrivals per second
+    --concurrency C  requests in flight at most
+    --vocab V        vocabulary size of the synthetic model
+    --seed S         random seed (same seed, same records)
+    --out DIR        where the writers write
+    --backend B      the snapshot stage's backend: auto, cpu or cuda
+  exit status: 0 ok; 1 a writer lost records or the report found malformed lines;
+               2 bad arguments
+)";
+
+constexpr std::string_view report_help = R"(jsonlw report DIR [--html FILE] [--json] [--jobs N] [--quiet] [--verify-logits]
+  Reads every *.jsonl under DIR (recursively; big files in parts, in parallel), tells record
+  kinds apart by their fields, and prints per-file integrity (lines, valid, malformed, torn
+  tail), perf-metrics spans (count, mean, median, p75, p99 in ms; percentiles by linear
+  interpolation; spans with a missing or inverted end are excluded and counted), raw-output
+  figures and request-trace figures, with durable sidecars (_writer/*.json) verified.
+    --html FILE      also write a self-contained HTML page (inline SVG and CSS): latency
+                     histograms and a timeline of the first 200 requests
+    --json           print the figures as one JSON object instead of text
+    --jobs N         reader threads (default: one per hardware thread)
+    --quiet          no progress on stderr
+    --verify-logits  decode every first_gen_logits item (default: check shape and length)
+  exit status: 0 ok (torn tails are tolerated: writers may still be writing);
+               1 malformed lines, an unreadable file, or a sidecar that does not verify;
+               2 bad arguments, DIR not a readable directory, or FILE not writable
+)";
+
+constexpr std::string_view validate_help = R"(jsonlw validate [--allow-torn-tail] [--quiet] FILE...
+  Parses each '\n'-terminated line of each FILE on its own (simdjson DOM: strict JSON,
+  valid UTF-8; an empty line is malformed), so one bad line does not hide the rest. Prints
+  FILE:LINE: malformed: <reason> for each bad line (1000 per file at most), the torn final
+  line apart, and a summary line per FILE (not with --quiet). FILE "-" reads stdin.
+    --allow-torn-tail  a final line without '\n' is reported but not an error
+  exit status: 0 every line valid; 1 a malformed line (wins over 2 and 3);
+               2 a torn final line (unless --allow-torn-tail);
+               3 bad arguments or a FILE that cannot be read
+)";
+
+int help(std::string_view topic)
+{
+    if (topic == "demo") std::fputs(demo_help.data(), stdout);
+    else if (topic == "report") std::fputs(report_help.data(), stdout);
+    else if (topic == "validate") std::fputs(validate_help.data(), stdout);
+    else if (topic.empty()) {
+        std::fputs(usage.data(), stdout);
+        for (const auto h : {demo_help, report_help, validate_help}) {
+            std::fputs("\n", stdout);
+            std::fputs(h.data(), stdout);
+        }
+    } else {
+        std::fprintf(stderr, "jsonlw help: no command '%.*s'\n", static_cast<int>(topic.size()), topic.data());
+        return 2;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    const std::span<char*> args(argv, static_cast<std::size_t>(argc));
+    if (args.size() < 2) {
+        std::fputs(usage.data(), stderr);
+        return 2;
+    }
+    const std::string_view cmd(args[1]);
+    const auto rest = args.subspan(2);
+    if (cmd == "--help" || cmd == "-h") return help("");
+    if (cmd == "help") return help(rest.empty() ? std::string_view() : std::string_view(rest[0]));
+    if (cmd == "--version") {
+        std::printf("jsonlw %s (simdjson %d.%d.%d, %s)\n", jsonlw::version_string, int(simdjson::SIMDJSON_VERSION_MAJOR),
+                    int(simdjson::SIMDJSON_VERSION_MINOR), int(simdjson::SIMDJSON_VERSION_REVISION),
+                    simdjson::get_active_implementation()->name().c_str());
+        return 0;
+    }
+    // Each command's own --help.
+    for (const char* a : rest)
+        if (std::string_view(a) == "--help" || std::string_view(a) == "-h") return help(cmd);
+    if (cmd == "demo") return jsonlw::tools::demo_main(rest);
+    if (cmd == "report") return jsonlw::tools::report_main(rest);
+    if (cmd == "validate") return jsonlw::tools::validate_main(rest);
+    std::fprintf(stderr, "jsonlw: unknown command '%.*s'\n%s", static_cast<int>(cmd.size()), cmd.data(),
+                 usage.data());
+    return 2;
+}
