@@ -16,6 +16,7 @@
 #include <jsonlw/raw_output_writer.hpp>
 #include <jsonlw/request_trace_writer.hpp>
 #include <jsonlw/snapshot/asio_bridge.hpp>
+#include <jsonlw/snapshot/reference.hpp>
 #include <jsonlw/snapshot/stage.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -28,7 +29,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -69,9 +72,11 @@ struct ServerRequest {
     std::uint64_t id = 0;
     std::string trace_id;
     std::string session;
-    Clock::time_point arrival{};
+    Clock::time_point arrival{};    // HTTP arrival at the server
+    Clock::time_point enqueued{};   // handed to the engine
     Clock::time_point scheduled{};
-    Clock::time_point first_token{};
+    Clock::time_point first_token{};         // the engine produced it (capture)
+    Clock::time_point server_first_token{};  // the server sent it
     Clock::time_point last_token{};
     std::uint32_t max_tokens = 0;
     std::uint32_t tokens_seen = 0;
@@ -189,6 +194,7 @@ private:
             R"({{"model":"demo","prompt":"Tell me about record {}","max_tokens":{},"stream":true,"logprobs":{}}})",
             id, r.max_tokens, o_.top_k);
         trace_.record_request(std::move(req));
+        r.enqueued = Clock::now();  // handed to the engine: the end of preprocessing
         {
             std::lock_guard lock(admission_mutex_);
             admission_.push_back(EngineRequest{id, r.max_tokens, 0, std::uint32_t(id % topics),
@@ -209,9 +215,13 @@ private:
             auto it = server_.find(row.request_id);
             if (it == server_.end()) continue;
             ServerRequest& r = it->second;
-            const auto now = Clock::now();
-            if (r.tokens_seen == 0) r.first_token = now;
-            r.last_token = now;
+            const auto produced = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+                std::chrono::nanoseconds(b.t_enqueue_ns)));
+            if (r.tokens_seen == 0) {
+                r.first_token = produced;
+                r.server_first_token = Clock::now();
+            }
+            r.last_token = produced;
             ++r.tokens_seen;
             const TokenLogprob lp = token_logprob(row, config_);
             const std::string text = std::string(r.tokens_seen == 1 ? "" : " ") +
@@ -297,11 +307,11 @@ private:
         };
         p.first_iter = 0;
         p.last_iter = std::int64_t(r.tokens_seen) - 1;
-        p.timing_metrics.arrival_time = s(r.arrival);
+        p.timing_metrics.arrival_time = s(r.enqueued);
         p.timing_metrics.server_arrival_time = s(r.arrival);
         p.timing_metrics.first_scheduled_time = s(r.scheduled);
         p.timing_metrics.first_token_time = s(r.first_token);
-        p.timing_metrics.server_first_token_time = s(r.first_token);
+        p.timing_metrics.server_first_token_time = s(r.server_first_token);
         p.timing_metrics.last_token_time = s(r.last_token);
         const std::int64_t blocks = (std::int64_t(r.max_tokens) + 63) / 64 + 1;
         p.kv_cache_metrics = KvCacheMetrics{blocks, blocks, 0, blocks, std::nullopt};
@@ -317,25 +327,30 @@ private:
     {
         const int V = int(o_.vocab);
         const int usable = std::max(1, V - 16);
-        // Per-topic base logits: normal(0, 2), the last 16 ids masked to -inf (vocab padding).
+        const std::size_t width = snap::itemsize(o_.dtype);
+        // Per-topic base logits: normal(0, 2), the last 16 ids masked to -inf (vocab padding),
+        // stored in the engine's dtype; each step copies the rows and boosts one token.
         std::mt19937_64 rng(o_.seed);
         std::normal_distribution<float> normal(0.f, 2.f);
-        std::vector<std::vector<float>> base(topics, std::vector<float>(std::size_t(V)));
-        for (auto& row : base) {
-            for (float& x : row) x = normal(rng);
-            for (int i = usable; i < V; ++i) row[std::size_t(i)] = -std::numeric_limits<float>::infinity();
-        }
+        std::vector<std::vector<std::byte>> base(topics, std::vector<std::byte>(std::size_t(V) * width));
+        for (auto& row : base)
+            for (int i = 0; i < V; ++i)
+                store(row.data(), i, i < usable ? normal(rng) : -std::numeric_limits<float>::infinity());
         std::vector<EngineRequest> active;
-        std::vector<float> logits;
+        std::vector<std::byte> logits;
         std::vector<std::int32_t> sampled;
         std::vector<snap::RowMeta> meta;
         std::uniform_real_distribution<double> unit(0, 1);
         std::uint64_t enqueued = 0;
+        const auto forward_pass = std::chrono::microseconds(o_.step_us);
+        auto next_step = Clock::now();
         for (;;) {
             {
                 std::unique_lock lock(admission_mutex_);
-                if (active.empty())
+                if (active.empty()) {
                     admission_cv_.wait(lock, [&] { return engine_stop_ || !admission_.empty(); });
+                    next_step = Clock::now();
+                }
                 if (engine_stop_ && active.empty()) return;
                 const auto now = Clock::now();
                 while (!admission_.empty() && active.size() < o_.concurrency) {
@@ -344,24 +359,30 @@ private:
                     asio::post(loop_, [this, id = active.back().id, now] { on_scheduled(id, now); });
                 }
             }
+            // The model's forward pass: the engine thread is busy this long per step.
+            next_step += forward_pass;
+            std::this_thread::sleep_until(next_step);
+            if (Clock::now() > next_step + forward_pass) next_step = Clock::now();  // fell behind
             const int rows = int(active.size());
-            logits.resize(std::size_t(rows) * std::size_t(V));
+            logits.resize(std::size_t(rows) * std::size_t(V) * width);
             sampled.resize(std::size_t(rows));
             meta.resize(std::size_t(rows));
             for (int r = 0; r < rows; ++r) {
                 EngineRequest& q = active[std::size_t(r)];
-                float* row = logits.data() + std::size_t(r) * std::size_t(V);
+                std::byte* row = logits.data() + std::size_t(r) * std::size_t(V) * width;
                 std::copy(base[q.topic].begin(), base[q.topic].end(), row);
                 // The "model" strongly prefers one continuation; the sampler mostly takes it.
                 const auto intended = std::int32_t(
                     (std::uint64_t(std::uint32_t(q.prev)) * 2654435761u + q.step) % std::uint64_t(usable));
-                row[intended] += 9.f;
+                store(row, intended, snap::load_logit(row, o_.dtype, intended) + 9.f);
                 sampled[std::size_t(r)] = unit(rng) < 0.85 ? intended
                                                            : std::int32_t(rng() % std::uint64_t(usable));
-                meta[std::size_t(r)] = snap::RowMeta{
-                    q.id, 0, q.step, std::uint8_t(q.step == 0 ? snap::RowMeta::first_gen : 0)};
+                const bool first_gen = q.step == 0 && o_.first_gen_every != 0 &&
+                                       q.id % o_.first_gen_every == 0;
+                meta[std::size_t(r)] =
+                    snap::RowMeta{q.id, 0, q.step, std::uint8_t(first_gen ? snap::RowMeta::first_gen : 0)};
             }
-            const snap::LogitsView view{logits.data(), snap::LogitDType::F32, rows, V, V, -1};
+            const snap::LogitsView view{logits.data(), o_.dtype, rows, V, V, -1};
             if (stage_->capture(view, sampled.data(), meta) == snap::CaptureResult::Enqueued)
                 ++enqueued;
             steps_.fetch_add(1, std::memory_order_relaxed);
@@ -376,14 +397,34 @@ private:
         }
     }
 
+    // Element i of a row in the engine's dtype (bf16 and fp16 rounded to nearest even).
+    void store(std::byte* row, int i, float x) const noexcept
+    {
+        if (o_.dtype == snap::LogitDType::F32) {
+            std::memcpy(row + std::size_t(i) * 4, &x, 4);
+            return;
+        }
+        std::uint16_t h;
+        if (o_.dtype == snap::LogitDType::F16) {
+            h = snap::f32_to_f16_rne(x, nullptr);
+        } else {
+            std::uint32_t u;
+            std::memcpy(&u, &x, 4);
+            h = std::uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // finite inputs only
+            if (std::isinf(x)) h = std::uint16_t(u >> 16);
+        }
+        std::memcpy(row + std::size_t(i) * 2, &h, 2);
+    }
+
     int summarize(double seconds, const CloseReport (&reports)[3])
     {
         const char* names[] = {"raw output", "request trace", "perf metrics"};
         bool lost = false;
         std::printf("jsonlw demo: %llu requests, %llu decode steps in %.2f s "
-                    "(snapshot backend %s, vocab %u, concurrency %zu, seed %llu)\n",
+                    "(snapshot backend %s, %s logits, vocab %u, concurrency %zu, seed %llu)\n",
                     (unsigned long long)finished_, (unsigned long long)steps_.load(), seconds,
-                    snap::to_string(stage_->backend()), unsigned(o_.vocab), o_.concurrency,
+                    snap::to_string(stage_->backend()), snap::dtype_name(o_.dtype), unsigned(o_.vocab),
+                    o_.concurrency,
                     (unsigned long long)o_.seed);
         std::printf("\n%-14s %10s %10s %11s %9s %9s %9s\n", "writer", "submitted", "written",
                     "records/s", "MB", "dropped", "unknown");

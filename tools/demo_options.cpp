@@ -67,6 +67,18 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
         } else if (a == "--top-k") {
             if (!value(v)) return false;
             if (!number(v, o.top_k) || o.top_k < 1 || o.top_k > 64) return bad();
+        } else if (a == "--dtype") {
+            if (!value(v)) return false;
+            if (v == "f32" || v == "float32") o.dtype = snapshot::LogitDType::F32;
+            else if (v == "f16" || v == "float16") o.dtype = snapshot::LogitDType::F16;
+            else if (v == "bf16" || v == "bfloat16") o.dtype = snapshot::LogitDType::BF16;
+            else return bad();
+        } else if (a == "--step-us") {
+            if (!value(v)) return false;
+            if (!number(v, o.step_us) || o.step_us > 10'000'000) return bad();
+        } else if (a == "--first-gen-every") {
+            if (!value(v)) return false;
+            if (!number(v, o.first_gen_every)) return bad();
         } else {
             error = "unknown argument " + std::string(a);
             return false;

@@ -25,16 +25,26 @@ errors go to stderr.
 )";
 
 constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] [--concurrency C] [--vocab V] [--seed S]
-            [--out DIR] [--backend auto|cpu|cuda]
-  Runs the perf-metrics, raw-output and request-trace writers on synthetic requests, writes
-  their files under DIR, then reports on them as `jsonlw report DIR` does.
-    --requests N     how many requests to simulate
-    --rate R         arrivals per second
-    --concurrency C  requests in flight at most
-    --vocab V        vocabulary size of the synthetic model
-    --seed S         random seed (same seed, same records)
-    --out DIR        where the writers write
-    --backend B      the snapshot stage's backend: auto, cpu or cuda
+            [--out DIR] [--backend auto|cpu|cuda] [--dtype bf16|f16|f32] [--tokens MIN-MAX]
+            [--top-k K] [--step-us U] [--first-gen-every N]
+  A simulated LLM server: requests arrive on an Asio loop, an engine thread decodes them and
+  runs the token/logit snapshot stage on every step; the perf-metrics, raw-output and
+  request-trace writers write under DIR, then it reports on them as `jsonlw report DIR` does.
+  An earlier demo's folders in DIR are replaced.
+    --requests N        how many requests to simulate (default 2000)
+    --rate R            Poisson arrivals per second (default 500)
+    --concurrency C     requests decoding at once at most (default 64)
+    --vocab V           vocabulary size of the synthetic model (default 32000)
+    --seed S            random seed: same seed, same tokens and lengths (default 1)
+    --out DIR           where the writers write (default ./jsonlw-out)
+    --backend B         the snapshot stage's backend: auto (CUDA when a GPU is present),
+                        cpu or cuda (default auto)
+    --dtype T           the synthetic logits' element type (default bf16)
+    --tokens MIN-MAX    output length in tokens, uniform (default 8-64)
+    --top-k K           alternatives recorded per token, 1..64 (default 5)
+    --step-us U         the simulated forward pass per decode step (default 1000)
+    --first-gen-every N capture the first token's whole logits row of every Nth request
+                        (default 10; 0: never)
   exit status: 0 ok; 1 a writer lost records or the report found malformed lines;
                2 bad arguments
 )";
