@@ -19,7 +19,12 @@ fi
 grep -q 'have_snapshot_cuda\|jsonlw_snapshot_kernels' "$build/build.ninja" ||
     { echo "pack.sh: $build was not configured with the CUDA backend" >&2; exit 1; }
 
-mapfile -t tests < <(cd "$build" && ls tests/snapshot/*.p -d 2>/dev/null | sed 's/\.p$//' | sort)
+# The snapshot test executables, by name from meson (a fresh build dir has no outputs yet).
+mapfile -t tests < <(meson introspect "$build" --targets | python3 -c '
+import json, os, sys
+for t in json.load(sys.stdin):
+    if t["name"].startswith("test_snapshot_") and t["type"] == "executable":
+        print(os.path.relpath(t["filename"][0], sys.argv[1]))' "$build" | sort)
 targets=(bench/gpu/jsonlw-bench-gpu "${tests[@]}")
 ninja -C "$build" -j"$jobs" "${targets[@]}"
 

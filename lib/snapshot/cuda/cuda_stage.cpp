@@ -10,6 +10,7 @@
 // pinned slots (cudaFreeHost), which happens at teardown.
 #include "../src/backends.hpp"
 #include "../src/slot_ring.hpp"
+#include "../src/stage_common.hpp"
 #include "kernels.hpp"
 
 #include <jsonlw/snapshot/first_gen.hpp>
@@ -111,14 +112,7 @@ public:
         check(cudaGetDevice(&device_), "cudaGetDevice");
         check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_),
               "cudaDeviceGetAttribute(MultiProcessorCount)");
-        RingLayout layout;
-        layout.slots = config.ring_slots;
-        layout.max_rows = config.max_rows;
-        if (config.first_gen != FirstGenMode::Off) {
-            layout.max_first_gen_rows = config.max_first_gen_rows_per_step;
-            layout.first_gen_pool_bytes = std::size_t(config.max_first_gen_rows_per_step) *
-                                          std::size_t(config.max_vocab) * 4;  // as the CPU stage
-        }
+        const RingLayout layout = ring_layout(config);
         try {
             check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
             check(cudaEventCreateWithFlags(&scratch_free_, cudaEventDisableTiming), "cudaEventCreate");
@@ -174,30 +168,18 @@ public:
                           std::span<const RowMeta> meta, void* stream_ptr) noexcept override
     {
         const std::int64_t t0 = steady_ns();
-        if (closing_.load(std::memory_order_acquire)) return invalid("capture() after the stage closed");
-        if (const char* why = check_args(v, sampled, meta)) return invalid(why);
+        if (closing_.load(std::memory_order_acquire))
+            return counters_.invalid("capture() after the stage closed");
+        if (const char* why = check_args(v, sampled, meta)) return counters_.invalid(why);
 
-        int fg_wanted = 0, fg_rows = 0;
-        std::size_t fg_bytes = 0;
-        const std::size_t item = config_.first_gen == FirstGenMode::Off
-                                     ? 0
-                                     : first_gen_item_bytes(config_.first_gen, v.dtype, v.vocab);
-        if (item) {
-            for (const RowMeta& m : meta) {
-                if (!(m.flags & RowMeta::first_gen)) continue;
-                ++fg_wanted;
-                if (fg_rows < ring_->layout().max_first_gen_rows &&
-                    fg_bytes + item <= ring_->layout().first_gen_pool_bytes) {
-                    ++fg_rows;
-                    fg_bytes += item;
-                }
-            }
-        }
-        const auto fg_dropped = std::uint32_t(fg_wanted - fg_rows);
-        if (fg_dropped && config_.backpressure == Backpressure::DropStep) return drop(v.rows);
+        const FirstGenPlan fg = plan_first_gen(config_, v, meta, ring_->layout());
+        const std::size_t item = fg.item;
+        const int fg_rows = fg.rows;
+        if (fg.dropped && config_.backpressure == Backpressure::DropStep)
+            return counters_.drop(*ring_, v.rows);
 
         const int slot = ring_->try_acquire();
-        if (slot < 0) return drop(v.rows);
+        if (slot < 0) return counters_.drop(*ring_, v.rows);
         const SlotBuffers& buf = ring_->buffers(slot);
         DeviceSlot& ds = slots_[std::size_t(slot)];
 
@@ -334,17 +316,14 @@ public:
         }
         if (e == cudaSuccess) step(cudaEventRecord(ds.copied, copy_stream_), "cudaEventRecord");
 
-        captured_steps_.fetch_add(1, std::memory_order_relaxed);
-        captured_rows_.fetch_add(std::uint64_t(v.rows), std::memory_order_relaxed);
-        first_gen_rows_.fetch_add(std::uint64_t(fg_rows), std::memory_order_relaxed);
-        first_gen_dropped_.fetch_add(fg_dropped, std::memory_order_relaxed);
-        ring_->commit(slot, v.rows, fg_rows, fg_dropped, t0);
+        counters_.captured(v.rows, fg);
+        ring_->commit(slot, v.rows, fg.rows, fg.dropped, t0);
         if (e == cudaSuccess && config_.completion == CompletionMode::HostFunc)
             step(cudaLaunchHostFunc(copy_stream_, on_slot_copied, &ds.ctx), "cudaLaunchHostFunc");
         if (e != cudaSuccess) {
             // Nothing more goes to this slot: deliver it as failed now.
             (void)cudaGetLastError();
-            set_error(cuda_error_text(what, e));
+            counters_.set_error(cuda_error_text(what, e));
             ring_->complete(slot, true);
         }
         if (config_.completion == CompletionMode::Poll) watch_cv_.notify_one();
@@ -356,34 +335,10 @@ public:
         return ring_->wait_delivered(std::chrono::steady_clock::now() + timeout);
     }
 
-    SnapshotStats stats() const override
-    {
-        SnapshotStats s;
-        s.backend = Backend::Cuda;
-        s.captured_steps = captured_steps_.load(std::memory_order_relaxed);
-        s.captured_rows = captured_rows_.load(std::memory_order_relaxed);
-        s.dropped_steps = dropped_steps_.load(std::memory_order_relaxed);
-        s.dropped_rows = dropped_rows_.load(std::memory_order_relaxed);
-        s.invalid_arguments = invalid_.load(std::memory_order_relaxed);
-        s.delivered_batches = ring_->delivered();
-        s.failed_batches = ring_->failed_batches();
-        s.sink_failures = ring_->sink_failures();
-        s.first_gen_rows = first_gen_rows_.load(std::memory_order_relaxed);
-        s.first_gen_dropped = first_gen_dropped_.load(std::memory_order_relaxed);
-        s.watchdog_fires = watchdog_fires_.load(std::memory_order_relaxed);
-        s.in_flight = ring_->committed() - ring_->delivered();
-        s.leased = ring_->leased();
-        // Counted on the host from delivered rows would need a pass on the sink's thread;
-        // the GPU path reports NaN/+inf rows through each row's status_flags instead.
-        s.slow_path_rows = 0;
-        s.first_gen_overflow_to_inf = 0;
-        {
-            std::lock_guard lock(error_mutex_);
-            s.last_error = last_error_;
-        }
-        if (s.last_error.empty()) s.last_error = ring_->last_sink_error();
-        return s;
-    }
+    // slow_path_rows and first_gen_overflow_to_inf stay 0 here: counting them would take a pass
+    // over the delivered rows on the sink's thread; each row's status_flags and each
+    // FirstGenLogits::overflow_to_inf carry them instead.
+    SnapshotStats stats() const override { return counters_.stats(Backend::Cuda, *ring_); }
 
     Backend backend() const noexcept override { return Backend::Cuda; }
     const SnapshotConfig& config() const noexcept override { return config_; }
@@ -403,43 +358,10 @@ private:
     {
         if (v.device != device_ && v.device != -1)
             return "logits.device is neither host memory (-1) nor the stage's CUDA device";
-        if (v.rows < 0) return "rows is negative";
-        if (v.rows > config_.max_rows) return "rows exceeds max_rows";
-        if (v.vocab < 1) return "vocab must be at least 1";
-        if (v.vocab > config_.max_vocab) return "vocab exceeds max_vocab";
-        if (v.row_stride < v.vocab) return "row_stride is smaller than vocab";
-        if (v.dtype != LogitDType::F32 && v.dtype != LogitDType::F16 && v.dtype != LogitDType::BF16)
-            return "unknown dtype";
+        if (const char* why = check_capture(config_, v, sampled, meta)) return why;
         if (reinterpret_cast<std::uintptr_t>(v.data) % itemsize(v.dtype) != 0)
             return "logits.data is not aligned to its element size";
-        if (meta.size() != std::size_t(v.rows)) return "meta.size() differs from rows";
-        if (v.rows > 0 && (v.data == nullptr || sampled == nullptr))
-            return "logits or sampled ids is null";
         return nullptr;
-    }
-
-    CaptureResult invalid(const char* why) noexcept
-    {
-        invalid_.fetch_add(1, std::memory_order_relaxed);
-        set_error(std::string("capture: ") + why);
-        return CaptureResult::InvalidArgument;
-    }
-
-    void set_error(const std::string& s) noexcept
-    {
-        try {
-            std::lock_guard lock(error_mutex_);
-            last_error_ = s;
-        } catch (...) {
-        }
-    }
-
-    CaptureResult drop(int rows) noexcept
-    {
-        ring_->record_drop();
-        dropped_steps_.fetch_add(1, std::memory_order_relaxed);
-        dropped_rows_.fetch_add(std::uint64_t(rows), std::memory_order_relaxed);
-        return CaptureResult::Dropped;
     }
 
     // The watchdog (HostFunc mode: the oldest enqueued slot once overdue, every watchdog/4)
@@ -471,12 +393,12 @@ private:
                 if (q == cudaErrorNotReady) break;
                 if (q == cudaSuccess) {
                     if (ring_->complete(slot, false) && !poll)
-                        watchdog_fires_.fetch_add(1, std::memory_order_relaxed);
+                        counters_.watchdog_fired();
                 } else {
                     (void)cudaGetLastError();
-                    set_error(cuda_error_text("watchdog: cudaEventQuery", q));
+                    counters_.set_error(cuda_error_text("watchdog: cudaEventQuery", q));
                     if (ring_->complete(slot, true) && !poll)
-                        watchdog_fires_.fetch_add(1, std::memory_order_relaxed);
+                        counters_.watchdog_fired();
                 }
                 if (!poll) break;  // the oldest only
             }
@@ -556,11 +478,7 @@ private:
     std::condition_variable watch_cv_;
     bool stop_ = false;
 
-    std::atomic<std::uint64_t> captured_steps_{0}, captured_rows_{0}, dropped_steps_{0},
-        dropped_rows_{0}, invalid_{0}, first_gen_rows_{0}, first_gen_dropped_{0},
-        watchdog_fires_{0};
-    mutable std::mutex error_mutex_;
-    std::string last_error_;
+    StageCounters counters_;
 };
 
 }  // namespace

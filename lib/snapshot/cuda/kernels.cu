@@ -6,6 +6,10 @@
 // two launches give the same bits. No Asio, no Boost here.
 #include "kernels.hpp"
 
+#include "../src/half_bits.hpp"
+
+#include <jsonlw/snapshot/reference.hpp>
+
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -21,22 +25,10 @@ constexpr int kMergeCap = 2048;  // candidates a merge CTA ranks in shared memor
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
 
-// --- the total order (reference.hpp, bit for bit) ----------------------------------------
-__device__ __forceinline__ std::uint32_t ordered_bits(float x)
-{
-    std::uint32_t u = __float_as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;  // NaN
-    if (u == 0x80000000u) u = 0;                              // -0 -> +0
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__device__ __forceinline__ std::uint64_t order_key(float x, std::int32_t id)
-{
-    return (std::uint64_t{ordered_bits(x)} << 32) | (0xffffffffu - static_cast<std::uint32_t>(id));
-}
-__device__ __forceinline__ std::int32_t key_id(std::uint64_t key)
-{
-    return static_cast<std::int32_t>(0xffffffffu - static_cast<std::uint32_t>(key));
-}
+// --- the total order and the exact conversions: the host's own definitions -------------
+using jsonlw::snapshot::key_id;
+using jsonlw::snapshot::order_key;
+using jsonlw::snapshot::ordered_bits;
 // Inverse of ordered_bits for non-NaN values (-0 comes back as +0, the same value).
 __device__ __forceinline__ float from_ordered(std::uint32_t o)
 {
@@ -45,43 +37,13 @@ __device__ __forceinline__ float from_ordered(std::uint32_t o)
 constexpr std::uint32_t kOrderedNan = 0xffffffffu;
 constexpr std::uint32_t kOrderedPosInf = 0xff800000u;
 
-// --- exact conversions (half_bits.hpp, the same integer steps) -----------------------------
 __device__ __forceinline__ float f16_bits_to_f32(std::uint32_t h)
 {
-    const std::uint32_t sign = (h & 0x8000u) << 16;
-    const std::uint32_t em = h & 0x7fffu;
-    if (em >= 0x7c00u) return __uint_as_float(sign | 0x7f800000u | ((em & 0x3ffu) << 13));
-    if (em >= 0x0400u) return __uint_as_float(sign | ((em << 13) + (112u << 23)));
-    return __uint_as_float(sign | __float_as_uint(__uint2float_rn(em) * 0x1p-24f));
+    return jsonlw::snapshot::detail::f16_to_f32_bits(static_cast<std::uint16_t>(h));
 }
-
 __device__ __forceinline__ std::uint16_t f32_to_f16_rne(float x, bool& overflow)
 {
-    const std::uint32_t u = __float_as_uint(x);
-    const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
-    const std::uint32_t a = u & 0x7fffffffu;
-    overflow = false;
-    if (a >= 0x7f800000u) {
-        if (a == 0x7f800000u) return sign | 0x7c00u;
-        return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-    }
-    if (a >= 0x477ff000u) {
-        overflow = true;
-        return sign | 0x7c00u;
-    }
-    if (a >= 0x38800000u) {
-        const std::uint32_t m = a - (112u << 23);
-        return static_cast<std::uint16_t>(sign | ((m + 0xfffu + ((m >> 13) & 1u)) >> 13));
-    }
-    if (a <= 0x33000000u) return sign;
-    const std::uint32_t e = a >> 23;
-    const std::uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-    const std::uint32_t shift = 126u - e;
-    std::uint32_t q = mant >> shift;
-    const std::uint32_t rem = mant & ((1u << shift) - 1u);
-    const std::uint32_t half = 1u << (shift - 1u);
-    if (rem > half || (rem == half && (q & 1u))) ++q;
-    return static_cast<std::uint16_t>(sign | q);
+    return jsonlw::snapshot::detail::f32_to_f16_rne_bits(x, overflow);
 }
 
 // Element i of a row, widened exactly (NaN payloads kept, as the CPU does).

@@ -3,6 +3,7 @@
 // ring slot, delivered before capture() returns.
 #include "backends.hpp"
 #include "slot_ring.hpp"
+#include "stage_common.hpp"
 
 #include <jsonlw/snapshot/first_gen.hpp>
 #include <jsonlw/snapshot/reference.hpp>
@@ -125,18 +126,9 @@ private:
 class CpuStage final : public SnapshotStage {
 public:
     CpuStage(const SnapshotConfig& config, BatchSink sink)
-        : config_(config), pool_(workers(config))
+        : config_(config), pool_(workers(config)),
+          ring_(SlotRing::create(ring_layout(config), aligned_host_allocator(), std::move(sink)))
     {
-        RingLayout layout;
-        layout.slots = config.ring_slots;
-        layout.max_rows = config.max_rows;
-        if (config.first_gen != FirstGenMode::Off) {
-            layout.max_first_gen_rows = config.max_first_gen_rows_per_step;
-            // Room for that many rows of max_vocab at the widest item (fp32).
-            layout.first_gen_pool_bytes = std::size_t(config.max_first_gen_rows_per_step) *
-                                          std::size_t(config.max_vocab) * 4;
-        }
-        ring_ = SlotRing::create(layout, aligned_host_allocator(), std::move(sink));
     }
 
     ~CpuStage() override { drain(config_.watchdog); }
@@ -146,38 +138,22 @@ public:
     {
         const std::int64_t t0 = steady_ns();
         if (busy_.exchange(true, std::memory_order_acquire))
-            return invalid("capture() called from two threads at once");
+            return counters_.invalid("capture() called from two threads at once");
         struct Unbusy {
             std::atomic<bool>& b;
             ~Unbusy() { b.store(false, std::memory_order_release); }
         } unbusy{busy_};
 
-        if (const char* why = check(v, sampled, meta)) return invalid(why);
+        if (v.device != -1)
+            return counters_.invalid("the CPU backend reads host memory only (device != -1)");
+        if (const char* why = check_capture(config_, v, sampled, meta)) return counters_.invalid(why);
 
-        // First-gen rows: as many as the slot's pool holds, in row order.
-        int fg_wanted = 0, fg_rows = 0;
-        std::size_t fg_bytes = 0;
-        const std::size_t item =
-            config_.first_gen == FirstGenMode::Off
-                ? 0
-                : first_gen_item_bytes(config_.first_gen, v.dtype, v.vocab);
-        if (item) {
-            for (const RowMeta& m : meta) {
-                if (!(m.flags & RowMeta::first_gen)) continue;
-                ++fg_wanted;
-                if (fg_rows < ring_->layout().max_first_gen_rows &&
-                    fg_bytes + item <= ring_->layout().first_gen_pool_bytes) {
-                    ++fg_rows;
-                    fg_bytes += item;
-                }
-            }
-        }
-        const auto fg_dropped = std::uint32_t(fg_wanted - fg_rows);
-        if (fg_dropped && config_.backpressure == Backpressure::DropStep)
-            return drop(v.rows);
+        const FirstGenPlan fg = plan_first_gen(config_, v, meta, ring_->layout());
+        if (fg.dropped && config_.backpressure == Backpressure::DropStep)
+            return counters_.drop(*ring_, v.rows);
 
         const int slot = ring_->try_acquire();
-        if (slot < 0) return drop(v.rows);
+        if (slot < 0) return counters_.drop(*ring_, v.rows);
         const SlotBuffers& buf = ring_->buffers(slot);
 
         RowJob job;
@@ -199,35 +175,32 @@ public:
         }
 
         std::uint64_t overflow = 0;
-        if (fg_rows) {
+        if (fg.rows) {
             std::byte* out = buf.first_gen_pool;
             int i = 0;
-            for (int r = 0; r < v.rows && i < fg_rows; ++r) {
+            for (int r = 0; r < v.rows && i < fg.rows; ++r) {
                 const RowMeta& m = meta[std::size_t(r)];
                 if (!(m.flags & RowMeta::first_gen)) continue;
                 const auto* row = static_cast<const char*>(v.data) +
                                   std::int64_t(r) * v.row_stride * std::int64_t(itemsize(v.dtype));
-                FirstGenLogits& fg = buf.first_gen[i++];
-                fg.request_id = m.request_id;
-                fg.seq_index = m.seq_index;
-                fg.step = m.step;
-                fg.dtype = first_gen_dtype(config_.first_gen, v.dtype);
-                fg.shape[0] = 1;
-                fg.shape[1] = v.vocab;
-                fg.overflow_to_inf = convert_first_gen_row(row, v.dtype, v.vocab, config_.first_gen, out);
-                fg.bytes = std::span<const std::byte>(out, item);
-                overflow += fg.overflow_to_inf;
-                out += item;
+                FirstGenLogits& f = buf.first_gen[i++];
+                f.request_id = m.request_id;
+                f.seq_index = m.seq_index;
+                f.step = m.step;
+                f.dtype = first_gen_dtype(config_.first_gen, v.dtype);
+                f.shape[0] = 1;
+                f.shape[1] = v.vocab;
+                f.overflow_to_inf = convert_first_gen_row(row, v.dtype, v.vocab, config_.first_gen, out);
+                f.bytes = std::span<const std::byte>(out, fg.item);
+                overflow += f.overflow_to_inf;
+                out += fg.item;
             }
         }
 
-        captured_steps_.fetch_add(1, std::memory_order_relaxed);
-        captured_rows_.fetch_add(std::uint64_t(v.rows), std::memory_order_relaxed);
-        slow_rows_.fetch_add(slow, std::memory_order_relaxed);
-        first_gen_rows_.fetch_add(std::uint64_t(fg_rows), std::memory_order_relaxed);
-        first_gen_dropped_.fetch_add(fg_dropped, std::memory_order_relaxed);
-        first_gen_overflow_.fetch_add(overflow, std::memory_order_relaxed);
-        ring_->commit(slot, v.rows, fg_rows, fg_dropped, t0);
+        counters_.captured(v.rows, fg);
+        counters_.slow_path_rows(slow);
+        counters_.first_gen_overflow(overflow);
+        ring_->commit(slot, v.rows, fg.rows, fg.dropped, t0);
         ring_->complete(slot, false);
         return CaptureResult::Enqueued;
     }
@@ -237,31 +210,7 @@ public:
         return ring_->wait_delivered(std::chrono::steady_clock::now() + timeout);
     }
 
-    SnapshotStats stats() const override
-    {
-        SnapshotStats s;
-        s.backend = Backend::Cpu;
-        s.captured_steps = captured_steps_.load(std::memory_order_relaxed);
-        s.captured_rows = captured_rows_.load(std::memory_order_relaxed);
-        s.dropped_steps = dropped_steps_.load(std::memory_order_relaxed);
-        s.dropped_rows = dropped_rows_.load(std::memory_order_relaxed);
-        s.invalid_arguments = invalid_.load(std::memory_order_relaxed);
-        s.delivered_batches = ring_->delivered();
-        s.failed_batches = ring_->failed_batches();
-        s.sink_failures = ring_->sink_failures();
-        s.first_gen_rows = first_gen_rows_.load(std::memory_order_relaxed);
-        s.first_gen_dropped = first_gen_dropped_.load(std::memory_order_relaxed);
-        s.first_gen_overflow_to_inf = first_gen_overflow_.load(std::memory_order_relaxed);
-        s.slow_path_rows = slow_rows_.load(std::memory_order_relaxed);
-        s.in_flight = ring_->committed() - ring_->delivered();
-        s.leased = ring_->leased();
-        {
-            std::lock_guard lock(error_mutex_);
-            s.last_error = last_error_;
-        }
-        if (s.last_error.empty()) s.last_error = ring_->last_sink_error();
-        return s;
-    }
+    SnapshotStats stats() const override { return counters_.stats(Backend::Cpu, *ring_); }
 
     Backend backend() const noexcept override { return Backend::Cpu; }
     const SnapshotConfig& config() const noexcept override { return config_; }
@@ -274,51 +223,11 @@ private:
         return hw > 1 ? int(hw) - 1 : 0;
     }
 
-    const char* check(const LogitsView& v, const std::int32_t* sampled,
-                      std::span<const RowMeta> meta) const noexcept
-    {
-        if (v.device != -1) return "the CPU backend reads host memory only (device != -1)";
-        if (v.rows < 0) return "rows is negative";
-        if (v.rows > config_.max_rows) return "rows exceeds max_rows";
-        if (v.vocab < 1) return "vocab must be at least 1";
-        if (v.vocab > config_.max_vocab) return "vocab exceeds max_vocab";
-        if (v.row_stride < v.vocab) return "row_stride is smaller than vocab";
-        if (v.dtype != LogitDType::F32 && v.dtype != LogitDType::F16 && v.dtype != LogitDType::BF16)
-            return "unknown dtype";
-        if (meta.size() != std::size_t(v.rows)) return "meta.size() differs from rows";
-        if (v.rows > 0 && (v.data == nullptr || sampled == nullptr))
-            return "logits or sampled ids is null";
-        return nullptr;
-    }
-
-    CaptureResult invalid(const char* why) noexcept
-    {
-        invalid_.fetch_add(1, std::memory_order_relaxed);
-        try {
-            std::lock_guard lock(error_mutex_);
-            last_error_ = std::string("capture: ") + why;
-        } catch (...) {
-        }
-        return CaptureResult::InvalidArgument;
-    }
-
-    CaptureResult drop(int rows) noexcept
-    {
-        ring_->record_drop();
-        dropped_steps_.fetch_add(1, std::memory_order_relaxed);
-        dropped_rows_.fetch_add(std::uint64_t(rows), std::memory_order_relaxed);
-        return CaptureResult::Dropped;
-    }
-
     SnapshotConfig config_;
     RowPool pool_;
     std::shared_ptr<SlotRing> ring_;
     std::atomic<bool> busy_{false};
-    std::atomic<std::uint64_t> captured_steps_{0}, captured_rows_{0}, dropped_steps_{0},
-        dropped_rows_{0}, invalid_{0}, slow_rows_{0}, first_gen_rows_{0}, first_gen_dropped_{0},
-        first_gen_overflow_{0};
-    mutable std::mutex error_mutex_;
-    std::string last_error_;
+    StageCounters counters_;
 };
 
 }  // namespace

@@ -4,28 +4,38 @@
 // reproduce it with the same integer steps. half.cpp exports these out of line.
 #pragma once
 
+#include <jsonlw/snapshot/types.hpp>  // JSONLW_SNAPSHOT_HD: kernels.cu uses these too
+
 #include <cstdint>
 #include <cstring>
 
 namespace jsonlw::snapshot::detail {
 
-inline std::uint32_t f32_bits(float f) noexcept
+JSONLW_SNAPSHOT_HD inline std::uint32_t f32_bits(float f) noexcept
 {
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(f);
+#else
     std::uint32_t u;
     std::memcpy(&u, &f, 4);
     return u;
+#endif
 }
 
-inline float bits_f32(std::uint32_t u) noexcept
+JSONLW_SNAPSHOT_HD inline float bits_f32(std::uint32_t u) noexcept
 {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(u);
+#else
     float f;
     std::memcpy(&f, &u, 4);
     return f;
+#endif
 }
 
 // Exact. A NaN keeps its sign and its payload shifted into the top of the fp32 mantissa (a
 // signaling NaN stays signaling: no arithmetic touches it, as bf16's bits << 16 does not).
-inline float f16_to_f32_bits(std::uint16_t h) noexcept
+JSONLW_SNAPSHOT_HD inline float f16_to_f32_bits(std::uint16_t h) noexcept
 {
     const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16;
     const std::uint32_t em = h & 0x7fffu;
@@ -37,7 +47,7 @@ inline float f16_to_f32_bits(std::uint16_t h) noexcept
 
 // Round to nearest, ties to even. Finite values at or above 65520 (the midpoint between 65504
 // and 2^16, which ties to the even 2^16) overflow to inf; values at or below 2^-25 become zero.
-inline std::uint16_t f32_to_f16_rne_bits(float x, bool& overflow) noexcept
+JSONLW_SNAPSHOT_HD inline std::uint16_t f32_to_f16_rne_bits(float x, bool& overflow) noexcept
 {
     const std::uint32_t u = f32_bits(x);
     const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);

@@ -52,21 +52,25 @@ std::uint16_t bf16_to_f16_compat(std::uint16_t bits, bool* overflow) noexcept;
 
 // --- the total order --------------------------------------------------------------------
 // NaN (any payload or sign) > +inf > finite > -inf; -0 == +0. Monotone in that order.
-inline std::uint32_t ordered_bits(float x) noexcept
+JSONLW_SNAPSHOT_HD inline std::uint32_t ordered_bits(float x) noexcept
 {
+#if defined(__CUDA_ARCH__)
+    std::uint32_t u = __float_as_uint(x);
+#else
     std::uint32_t u;
     std::memcpy(&u, &x, 4);
+#endif
     if ((u & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;  // NaN
     if (u == 0x80000000u) u = 0;                              // -0 -> +0
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 // Larger key = earlier in the order; equal values tie to the smaller id.
-inline std::uint64_t order_key(float x, std::int32_t id) noexcept
+JSONLW_SNAPSHOT_HD inline std::uint64_t order_key(float x, std::int32_t id) noexcept
 {
     return (std::uint64_t{ordered_bits(x)} << 32) |
            (0xffffffffu - static_cast<std::uint32_t>(id));
 }
-inline std::int32_t key_id(std::uint64_t key) noexcept
+JSONLW_SNAPSHOT_HD inline std::int32_t key_id(std::uint64_t key) noexcept
 {
     return static_cast<std::int32_t>(0xffffffffu - static_cast<std::uint32_t>(key));
 }

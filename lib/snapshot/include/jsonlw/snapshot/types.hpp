@@ -8,6 +8,14 @@
 #include <cstdint>
 #include <limits>
 
+// Marks the few functions a CUDA kernel shares with the host (the total order, the fp16 bit
+// conversions): one definition, so the device cannot drift from the CPU reference.
+#if defined(__CUDACC__)
+#define JSONLW_SNAPSHOT_HD __host__ __device__
+#else
+#define JSONLW_SNAPSHOT_HD
+#endif
+
 namespace jsonlw::snapshot {
 
 // Element type of a logits buffer. bf16 and fp16 widen exactly to fp32.

@@ -1,0 +1,148 @@
+// What every backend does around its compute, written once: the argument checks of capture(),
+// the ring layout, the first-gen plan of a step, and the counters behind stats().
+#pragma once
+
+#include "slot_ring.hpp"
+
+#include <jsonlw/snapshot/first_gen.hpp>
+#include <jsonlw/snapshot/stage.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+
+namespace jsonlw::snapshot::detail {
+
+// The checks every backend makes (the device rule aside); nullptr when the step is valid.
+inline const char* check_capture(const SnapshotConfig& c, const LogitsView& v,
+                                 const std::int32_t* sampled, std::span<const RowMeta> meta) noexcept
+{
+    if (v.rows < 0) return "rows is negative";
+    if (v.rows > c.max_rows) return "rows exceeds max_rows";
+    if (v.vocab < 1) return "vocab must be at least 1";
+    if (v.vocab > c.max_vocab) return "vocab exceeds max_vocab";
+    if (v.row_stride < v.vocab) return "row_stride is smaller than vocab";
+    if (v.dtype != LogitDType::F32 && v.dtype != LogitDType::F16 && v.dtype != LogitDType::BF16)
+        return "unknown dtype";
+    if (meta.size() != std::size_t(v.rows)) return "meta.size() differs from rows";
+    if (v.rows > 0 && (v.data == nullptr || sampled == nullptr)) return "logits or sampled ids is null";
+    return nullptr;
+}
+
+// Slots for max_rows rows; with first-gen capture, a pool per slot holding
+// max_first_gen_rows_per_step rows of max_vocab at the widest item (fp32).
+inline RingLayout ring_layout(const SnapshotConfig& c) noexcept
+{
+    RingLayout layout;
+    layout.slots = c.ring_slots;
+    layout.max_rows = c.max_rows;
+    if (c.first_gen != FirstGenMode::Off) {
+        layout.max_first_gen_rows = c.max_first_gen_rows_per_step;
+        layout.first_gen_pool_bytes =
+            std::size_t(c.max_first_gen_rows_per_step) * std::size_t(c.max_vocab) * 4;
+    }
+    return layout;
+}
+
+// Which of a step's first-gen rows fit the slot: the first ones, in row order.
+struct FirstGenPlan {
+    std::size_t item = 0;     // bytes of one captured row (0: first-gen capture is off)
+    int rows = 0;             // captured
+    std::uint32_t dropped = 0;  // flagged but not captured (pool or entry count too small)
+};
+inline FirstGenPlan plan_first_gen(const SnapshotConfig& c, const LogitsView& v,
+                                   std::span<const RowMeta> meta, const RingLayout& layout) noexcept
+{
+    FirstGenPlan p;
+    if (c.first_gen == FirstGenMode::Off) return p;
+    p.item = first_gen_item_bytes(c.first_gen, v.dtype, v.vocab);
+    std::size_t bytes = 0;
+    for (const RowMeta& m : meta) {
+        if (!(m.flags & RowMeta::first_gen)) continue;
+        if (p.rows < layout.max_first_gen_rows && bytes + p.item <= layout.first_gen_pool_bytes) {
+            ++p.rows;
+            bytes += p.item;
+        } else {
+            ++p.dropped;
+        }
+    }
+    return p;
+}
+
+// The counters of stats(), updated with relaxed atomics (read together, they are a snapshot
+// of independent counts, not a transaction), and the last error.
+class StageCounters {
+public:
+    CaptureResult invalid(const char* why) noexcept
+    {
+        invalid_.fetch_add(1, std::memory_order_relaxed);
+        set_error(std::string("capture: ") + why);
+        return CaptureResult::InvalidArgument;
+    }
+    CaptureResult drop(SlotRing& ring, int rows) noexcept
+    {
+        ring.record_drop();
+        dropped_steps_.fetch_add(1, std::memory_order_relaxed);
+        dropped_rows_.fetch_add(std::uint64_t(rows), std::memory_order_relaxed);
+        return CaptureResult::Dropped;
+    }
+    void captured(int rows, const FirstGenPlan& fg) noexcept
+    {
+        captured_steps_.fetch_add(1, std::memory_order_relaxed);
+        captured_rows_.fetch_add(std::uint64_t(rows), std::memory_order_relaxed);
+        first_gen_rows_.fetch_add(std::uint64_t(fg.rows), std::memory_order_relaxed);
+        first_gen_dropped_.fetch_add(fg.dropped, std::memory_order_relaxed);
+    }
+    void slow_path_rows(std::uint64_t n) noexcept { slow_rows_.fetch_add(n, std::memory_order_relaxed); }
+    void first_gen_overflow(std::uint64_t n) noexcept
+    {
+        first_gen_overflow_.fetch_add(n, std::memory_order_relaxed);
+    }
+    void watchdog_fired() noexcept { watchdog_fires_.fetch_add(1, std::memory_order_relaxed); }
+    void set_error(const std::string& s) noexcept
+    {
+        try {
+            std::lock_guard lock(error_mutex_);
+            last_error_ = s;
+        } catch (...) {  // the message is lost, never the caller's step
+        }
+    }
+
+    SnapshotStats stats(Backend backend, const SlotRing& ring) const
+    {
+        SnapshotStats s;
+        s.backend = backend;
+        s.captured_steps = captured_steps_.load(std::memory_order_relaxed);
+        s.captured_rows = captured_rows_.load(std::memory_order_relaxed);
+        s.dropped_steps = dropped_steps_.load(std::memory_order_relaxed);
+        s.dropped_rows = dropped_rows_.load(std::memory_order_relaxed);
+        s.invalid_arguments = invalid_.load(std::memory_order_relaxed);
+        s.delivered_batches = ring.delivered();
+        s.failed_batches = ring.failed_batches();
+        s.sink_failures = ring.sink_failures();
+        s.first_gen_rows = first_gen_rows_.load(std::memory_order_relaxed);
+        s.first_gen_dropped = first_gen_dropped_.load(std::memory_order_relaxed);
+        s.first_gen_overflow_to_inf = first_gen_overflow_.load(std::memory_order_relaxed);
+        s.slow_path_rows = slow_rows_.load(std::memory_order_relaxed);
+        s.watchdog_fires = watchdog_fires_.load(std::memory_order_relaxed);
+        s.in_flight = ring.committed() - ring.delivered();
+        s.leased = ring.leased();
+        {
+            std::lock_guard lock(error_mutex_);
+            s.last_error = last_error_;
+        }
+        if (s.last_error.empty()) s.last_error = ring.last_sink_error();
+        return s;
+    }
+
+private:
+    std::atomic<std::uint64_t> captured_steps_{0}, captured_rows_{0}, dropped_steps_{0},
+        dropped_rows_{0}, invalid_{0}, slow_rows_{0}, first_gen_rows_{0}, first_gen_dropped_{0},
+        first_gen_overflow_{0}, watchdog_fires_{0};
+    mutable std::mutex error_mutex_;
+    std::string last_error_;
+};
+
+}  // namespace jsonlw::snapshot::detail
