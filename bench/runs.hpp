@@ -166,4 +166,22 @@ SnapshotRunResult snapshot_cpu_run(jsonlw::snapshot::SnapshotStage& stage, const
 SnapshotRunResult copy_ceiling_run(const SnapshotInput& in, std::vector<std::byte>& dst, int reps,
                                    int threads);
 
+// --- jsonlw report vs a bare iterate_many pass, over demo output (built with the tools). ---
+struct ReportData {
+    std::filesystem::path dir;   // work directory (removed by the caller)
+    std::filesystem::path data;  // what is read: copies of one demo's output
+    std::vector<std::filesystem::path> files;
+    std::uint64_t bytes = 0;
+    std::string problem;
+};
+// Runs `jsonlw demo` once into `dir`, then copies its output until target_bytes.
+ReportData make_report_data(const std::filesystem::path& dir, std::uint64_t target_bytes);
+struct ReportRunResult {
+    double seconds = 0;
+    std::uint64_t bytes = 0, lines = 0;
+    std::string problem;
+};
+ReportRunResult report_run(const ReportData& d, unsigned jobs);  // jobs 0: every hardware thread
+ReportRunResult iterate_many_run(const ReportData& d);
+
 }  // namespace bench

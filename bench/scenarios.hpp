@@ -26,6 +26,8 @@ void drain_scenario(const Config& cfg, Report& report);
 void serialization_scenario(const Config& cfg, Report& report);
 // The snapshot stage's CPU backend: rows/s and GB/s of logits read, next to memcpy.
 void snapshot_scenario(const Config& cfg, Report& report);
+// jsonlw report over demo output (1 GB; --quick 64 MB) next to a bare iterate_many pass.
+void report_scenario(const Config& cfg, Report& report);
 
 // Progress on stderr: "[  12 s] text".
 void progress(const std::string& text);
