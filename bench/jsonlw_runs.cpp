@@ -212,6 +212,7 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
                                     .subject = "bench",
                                     .flush_interval = std::chrono::milliseconds(s.flush_interval_ms),
                                     .log = logs.sink(),
+                                    .idle_poll = std::chrono::microseconds(s.idle_poll_us),
                                 });
         w.start();
         PacedSubmits paced(w, s, r, calls);

@@ -68,6 +68,7 @@ struct SubmitCostSpec {
     std::size_t sample_every = 64;
     std::filesystem::path dir;
     unsigned flush_interval_ms = 0;  // jsonlw only: WriterOptions::flush_interval
+    unsigned idle_poll_us = 1000;    // jsonlw only: WriterOptions::idle_poll
     bool from_loop = false;          // jsonlw only: call submit() from the io_context's thread
     // The first calls warm caches (Asio's per-thread handler cache, page faults): neither
     // timed nor counted in `allocations` (they go to warmup_allocations).

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace jsonlw {
@@ -51,6 +53,158 @@ std::size_t utf8_sequence(const unsigned char* s, std::size_t avail, std::size_t
 
 void append(LineBuffer& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
 
+// Room for n more bytes at the end of `out`; the caller writes them and calls commit().
+// Growing is kept out of line, so the common path saves no registers.
+[[gnu::noinline]] void grow(LineBuffer& out, std::size_t capacity) { out.try_reserve(capacity); }
+[[gnu::always_inline]] inline char* reserve(LineBuffer& out, std::size_t n)
+{
+    const std::size_t need = out.size() + n;
+    if (need > out.capacity()) [[unlikely]]
+        grow(out, need);
+    return out.data() + out.size();
+}
+[[gnu::always_inline]] inline void commit(LineBuffer& out, const char* end) noexcept
+{
+    const auto size = static_cast<std::size_t>(end - out.data());
+    if (size > out.capacity()) __builtin_unreachable();  // within what reserve() made room for
+    out.try_resize(size);
+}
+
+constexpr char digit_pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// Copies n bytes with a few fixed-size moves (the keys and numbers here are short), reading
+// and writing only [src, src + n) and [dst, dst + n).
+inline void copy_short(char* dst, const char* src, std::size_t n) noexcept
+{
+    if (n >= 8) {
+        if (n > 32) {
+            std::memcpy(dst, src, n);
+        } else if (n > 16) {
+            std::memcpy(dst, src, 16);
+            std::memcpy(dst + n - 16, src + n - 16, 16);
+        } else {
+            std::memcpy(dst, src, 8);
+            std::memcpy(dst + n - 8, src + n - 8, 8);
+        }
+    } else if (n >= 4) {
+        std::memcpy(dst, src, 4);
+        std::memcpy(dst + n - 4, src + n - 4, 4);
+    } else if (n > 0) {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
+    }
+}
+
+template <class U>
+[[gnu::always_inline]] inline unsigned count_digits(U v) noexcept
+{
+    unsigned n = 1;
+    for (;;) {
+        if (v < 10) return n;
+        if (v < 100) return n + 1;
+        if (v < 1000) return n + 2;
+        if (v < 10000) return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
+// Writes v in decimal at p; returns the end. (A 32-bit U divides faster.)
+template <class U>
+[[gnu::always_inline]] inline char* write_uint(char* p, U v) noexcept
+{
+    char* const end = p + count_digits(v);
+    char* q = end;
+    while (v >= 100) {
+        q -= 2;
+        std::memcpy(q, digit_pairs + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) std::memcpy(q - 2, digit_pairs + 2 * v, 2);
+    else q[-1] = static_cast<char>('0' + v);
+    return end;
+}
+
+// The shortest round-trip form of d, as fmt's "{}" spells it plus Python's ".0", for doubles
+// with at most 6 decimals and 1e-4 <= |d| < 2^51 / 10^6 (timestamps in seconds, durations
+// in ms): the usual values, without Dragonbox. Returns nullptr for any other d (use fmt).
+//
+// Why it is exact: m = round(|d| * 10^6) is checked by m / 10^6 == |d| (both exact, one
+// correctly rounded division), so the decimal m * 10^-6 reads back as d. Below 2^51 the
+// interval of reals that round to d is narrower than 10^-6 / 2, so m is the only decimal with
+// at most 6 decimals that does; the shortest form is therefore m without its trailing zeros,
+// the digits Dragonbox finds, and |d| >= 1e-4 is where fmt writes them in fixed notation.
+[[gnu::always_inline]] inline char* write_short_decimal(char* p, double d) noexcept
+{
+    const bool neg = std::signbit(d);
+    const double a = neg ? -d : d;
+    if (!(a >= 1e-4 && a < 2251799813.0) && a != 0.0) return nullptr;
+    const auto m = static_cast<std::int64_t>(a * 1e6 + 0.5);
+    if (static_cast<double>(m) / 1e6 != a) return nullptr;
+    const auto whole = static_cast<std::uint32_t>(static_cast<std::uint64_t>(m) / 1000000);
+    const auto frac = static_cast<std::uint32_t>(m - std::int64_t{whole} * 1000000);
+    if (neg) *p++ = '-';
+    p = write_uint(p, whole);
+    *p++ = '.';
+    if (frac == 0) {
+        *p++ = '0';
+        return p;
+    }
+    // The 6 decimals as one word (first digit in the lowest byte), built in a register and
+    // stored whole; the end moves past them less their trailing zeros (the highest '0's).
+    static_assert(std::endian::native == std::endian::little);
+    const auto pair = [](std::uint32_t v) {
+        std::uint16_t two;
+        std::memcpy(&two, digit_pairs + 2 * v, 2);
+        return std::uint64_t{two};
+    };
+    const std::uint64_t word =
+        pair(frac / 10000) | pair(frac / 100 % 100) << 16 | pair(frac % 100) << 32;
+    const std::uint64_t nonzero = (word ^ 0x0000303030303030ull) << 16;  // frac != 0: not 0
+    std::memcpy(p, &word, 8);
+    return p + 6 - std::countl_zero(nonzero) / 8;
+}
+
+// The first byte at or after i that is not copied as is (byte_class != 0: < 0x20, '"', '\\',
+// >= 0x80), or n; 8 bytes at a time. A borrow in the word arithmetic only runs upwards from a
+// byte that is itself flagged, so the lowest flagged byte is exact.
+std::size_t next_special(const unsigned char* p, std::size_t i, std::size_t n) noexcept
+{
+    constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, p + i, 8);
+        const std::uint64_t ctl = (w - 0x2020202020202020ull) & ~w;  // byte < 0x20
+        const std::uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+        const std::uint64_t quote = (q - ones) & ~q, slash = (b - ones) & ~b;
+        const std::uint64_t mask = ((ctl | quote | slash) & highs) | (w & highs);
+        if (mask) {
+            static_assert(std::endian::native == std::endian::little);
+            return i + static_cast<std::size_t>(std::countr_zero(mask)) / 8;
+        }
+    }
+    while (i < n && byte_class[p[i]] == 0) ++i;
+    return i;
+}
+
+// Whether a name needs no escaping.
+bool plain(std::string_view s) noexcept
+{
+    return next_special(reinterpret_cast<const unsigned char*>(s.data()), 0, s.size()) ==
+           s.size();
+}
+
+void append_bytes(LineBuffer& out, const char* data, std::size_t n)
+{
+    char* p = reserve(out, n);
+    std::memcpy(p, data, n);
+    commit(out, p + n);
+}
+
 }  // namespace
 
 void JsonLine::separate()
@@ -86,12 +240,27 @@ JsonLine& JsonLine::end_array()
 }
 JsonLine& JsonLine::key(std::string_view name)
 {
-    separate();
-    append_escaped(name);
-    out_->push_back(':');
+    if (plain(name)) {
+        plain_key(name);
+    } else {
+        separate();
+        append_escaped(name);
+        out_->push_back(':');
+    }
     last_key_ = name;
     need_comma_ = false;
     return *this;
+}
+void JsonLine::plain_key(std::string_view name)
+{
+    char* p = reserve(*out_, name.size() + 4);
+    if (need_comma_) *p++ = ',';
+    *p++ = '"';
+    copy_short(p, name.data(), name.size());
+    p += name.size();
+    *p++ = '"';
+    *p++ = ':';
+    commit(*out_, p);
 }
 JsonLine& JsonLine::string(std::string_view s)
 {
@@ -114,14 +283,14 @@ JsonLine& JsonLine::null()
     need_comma_ = true;
     return *this;
 }
-JsonLine& JsonLine::value(double d)
+// p: where the number goes, inside room reserve() made for 32 bytes.
+[[gnu::always_inline]] inline void JsonLine::write_double(char* p, double d)
 {
-    if (!std::isfinite(d)) [[unlikely]] {
-        const std::string_view what = std::isnan(d) ? "NaN" : (d > 0 ? "Infinity" : "-Infinity");
-        if (last_key_.empty()) throw MalformedRecord(fmt::format("non-finite number {}", what));
-        throw MalformedRecord(fmt::format("non-finite number {} for key '{}'", what, last_key_));
+    if (char* end = write_short_decimal(p, d)) {
+        commit(*out_, end);
+        return;
     }
-    separate();
+    commit(*out_, p);
     const std::size_t at = out_->size();
     fmt::format_to(fmt::appender(*out_), FMT_COMPILE("{}"), d);
     // Shortest round-trip, spelled as Python's repr(): an integral value keeps ".0", so a
@@ -135,9 +304,64 @@ JsonLine& JsonLine::value(double d)
         }
     }
     if (integral) append(*out_, ".0");
+}
+
+JsonLine& JsonLine::value(double d)
+{
+    if (!std::isfinite(d)) [[unlikely]]
+        non_finite(d);
+    char* p = reserve(*out_, 32);  // ',' '-' 10 digits '.' 8 bytes of decimals
+    if (need_comma_) *p++ = ',';
+    need_comma_ = true;
+    write_double(p, d);
+    return *this;
+}
+
+JsonLine& JsonLine::plain_field(std::string_view name, double d)
+{
+    last_key_ = name;
+    if (!std::isfinite(d)) [[unlikely]]
+        non_finite(d);
+    char* p = reserve(*out_, name.size() + 36);
+    if (need_comma_) *p++ = ',';
+    *p++ = '"';
+    copy_short(p, name.data(), name.size());
+    p += name.size();
+    *p++ = '"';
+    *p++ = ':';
+    need_comma_ = true;
+    write_double(p, d);
+    return *this;
+}
+
+JsonLine& JsonLine::plain_field(std::string_view name, std::int64_t v)
+{
+    char* p = reserve(*out_, name.size() + 26);
+    if (need_comma_) *p++ = ',';
+    *p++ = '"';
+    copy_short(p, name.data(), name.size());
+    p += name.size();
+    *p++ = '"';
+    *p++ = ':';
+    std::uint64_t u = static_cast<std::uint64_t>(v);
+    if (v < 0) {
+        *p++ = '-';
+        u = ~u + 1;
+    }
+    commit(*out_, write_uint(p, u));
+    last_key_ = name;
     need_comma_ = true;
     return *this;
 }
+
+void JsonLine::non_finite(double d) const
+{
+    const std::string_view what = std::isnan(d) ? "NaN" : (d > 0 ? "Infinity" : "-Infinity");
+    if (last_key_.empty()) throw MalformedRecord(fmt::format("non-finite number {}", what));
+    throw MalformedRecord(fmt::format("non-finite number {} for key '{}'", what, last_key_));
+}
+
+
 JsonLine& JsonLine::number_or_null(double d)
 {
     if (!std::isfinite(d)) return null();
@@ -145,24 +369,31 @@ JsonLine& JsonLine::number_or_null(double d)
 }
 JsonLine& JsonLine::integer(std::int64_t v)
 {
-    separate();
-    const fmt::format_int digits(v);
-    out_->append(digits.data(), digits.data() + digits.size());
+    char* p = reserve(*out_, 22);
+    if (need_comma_) *p++ = ',';
+    std::uint64_t u = static_cast<std::uint64_t>(v);
+    if (v < 0) {
+        *p++ = '-';
+        u = ~u + 1;
+    }
+    commit(*out_, write_uint(p, u));
     need_comma_ = true;
     return *this;
 }
 JsonLine& JsonLine::unsigned_integer(std::uint64_t v)
 {
-    separate();
-    const fmt::format_int digits(v);
-    out_->append(digits.data(), digits.data() + digits.size());
+    char* p = reserve(*out_, 21);
+    if (need_comma_) *p++ = ',';
+    commit(*out_, write_uint(p, v));
     need_comma_ = true;
     return *this;
 }
 JsonLine& JsonLine::raw(std::string_view json)
 {
-    separate();
-    append(*out_, json);
+    char* p = reserve(*out_, json.size() + 1);
+    if (need_comma_) *p++ = ',';
+    std::memcpy(p, json.data(), json.size());
+    commit(*out_, p + json.size());
     need_comma_ = true;
     return *this;
 }
@@ -177,34 +408,30 @@ void JsonLine::append_escaped(std::string_view s)
 {
     static constexpr char hex[] = "0123456789abcdef";
     LineBuffer& out = *out_;
-    out.push_back('"');
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
     const std::size_t n = s.size();
+    out.push_back('"');
     std::size_t run = 0;  // start of the pending run of bytes copied as is
     std::size_t i = 0;
-    // Most keys and many values need no escape: one tight scan, then one copy.
-    while (i < n && byte_class[p[i]] == 0) ++i;
-    while (i < n) {
-        const std::uint8_t cls = byte_class[p[i]];
-        if (cls == 0) {
-            ++i;
-            continue;
-        }
-        if (cls == 2) {
+    // Runs of bytes that need no escape are found a word at a time and copied at once.
+    for (;;) {
+        i = next_special(p, i, n);
+        if (i >= n) break;
+        if (byte_class[p[i]] == 2) {
             std::size_t bad = 0;
             const std::size_t len = utf8_sequence(p + i, n - i, bad);
             if (len != 0) {
                 i += len;
                 continue;
             }
-            out.append(s.data() + run, s.data() + i);
+            append_bytes(out, s.data() + run, i - run);
             append(out, "\xEF\xBF\xBD");  // U+FFFD
             sanitized_ = true;
             i += bad;
             run = i;
             continue;
         }
-        out.append(s.data() + run, s.data() + i);
+        append_bytes(out, s.data() + run, i - run);
         const unsigned char c = p[i];
         switch (c) {
         case '"': append(out, "\\\""); break;
@@ -216,14 +443,17 @@ void JsonLine::append_escaped(std::string_view s)
         case '\t': append(out, "\\t"); break;
         default: {
             const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
-            out.append(esc, esc + 6);
+            append_bytes(out, esc, 6);
         }
         }
         ++i;
         run = i;
     }
-    out.append(s.data() + run, s.data() + n);
-    out.push_back('"');
+    char* q = reserve(out, n - run + 1);
+    std::memcpy(q, s.data() + run, n - run);
+    q += n - run;
+    *q++ = '"';
+    commit(out, q);
 }
 
 }  // namespace jsonlw

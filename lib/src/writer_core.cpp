@@ -6,9 +6,12 @@
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -59,6 +62,46 @@ std::string utc_stamp()
 // flushes): bounds flush latency without a hop per batch under load.
 constexpr int batches_per_hop = 16;
 
+// How long the drain keeps polling an empty queue (every idle_poll) before it parks.
+constexpr std::chrono::milliseconds park_after{50};
+
+// The memory of the wake-up a producer posts: one slot owned by the writer, so a wake-up
+// allocates nothing on the producer's thread. A second wake-up while the first is still
+// queued (rare: the drain re-parked before the first ran) falls back to the heap.
+struct WakeArena {
+    alignas(std::max_align_t) unsigned char slot[256];
+    std::atomic<bool> busy{false};
+
+    void* allocate(std::size_t n)
+    {
+        if (n <= sizeof slot && !busy.exchange(true, std::memory_order_acquire)) return slot;
+        return ::operator new(n);
+    }
+    void deallocate(void* p) noexcept
+    {
+        if (p == slot) busy.store(false, std::memory_order_release);
+        else ::operator delete(p);
+    }
+};
+
+template <class T>
+struct WakeAllocator {
+    using value_type = T;
+    WakeArena* arena;
+    explicit WakeAllocator(WakeArena* a) noexcept : arena(a) {}
+    template <class U>
+    WakeAllocator(const WakeAllocator<U>& o) noexcept : arena(o.arena)
+    {
+    }
+    T* allocate(std::size_t n) { return static_cast<T*>(arena->allocate(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t) noexcept { arena->deallocate(p); }
+    template <class U>
+    bool operator==(const WakeAllocator<U>& o) const noexcept
+    {
+        return arena == o.arena;
+    }
+};
+
 }  // namespace
 
 struct WriterCore::Impl {
@@ -77,8 +120,13 @@ struct WriterCore::Impl {
           strand(asio::make_strand(core.ex_)),
           wake_timer(strand),
           close_timer(strand),
-          appender(core.opts_.file_io, 64, core.opts_.file_mode)
+          appender(core.opts_.file_io, 64, core.opts_.file_mode),
+          poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
+                                                      std::max<std::size_t>(core.opts_.batch_records, 1)))
     {
+        // A wake-up posted straight to an io_context's executor can use the writer's own
+        // memory; through the type-erased executor Asio allocates (twice) off its threads.
+        if (const auto* io = core.ex_.target<asio::io_context::executor_type>()) loop_ex = *io;
         if (core.opts_.io_executor) {
             io_ex = *core.opts_.io_executor;
         } else {
@@ -295,6 +343,30 @@ struct WriterCore::Impl {
         return r;
     }
 
+    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
+                        std::uint64_t delivered_bytes) noexcept
+    {
+        AppendResult r;
+        r.attempted = true;
+        delivered = std::min(delivered, lines.records);
+        failed = std::min(failed, lines.records - delivered);
+        r.records_written = delivered;
+        r.records_failed = failed;
+        r.records_unknown = lines.records - delivered - failed;
+        tally.written += r.records_written;
+        tally.write_error += r.records_failed;
+        tally.unknown += r.records_unknown;
+        if (delivered > 0) {
+            ++tally.batches;
+            tally.bytes += delivered_bytes;
+            // Which lines were sanitized is known only for the whole group.
+            if (delivered == lines.records) tally.sanitized += lines.sanitized;
+        }
+        r.landed = delivered_bytes;
+        if (delivered < lines.records) r.ec = std::make_error_code(std::errc::io_error);
+        return r;
+    }
+
     static std::uint64_t lines_touched(std::string_view bytes, std::uint64_t landed) noexcept
     {
         if (landed == 0) return 0;
@@ -385,6 +457,23 @@ struct WriterCore::Impl {
 
     // --- strand ---
     void wake_drain() noexcept { wake_timer.cancel(); }
+
+    // Any thread: have wake_drain() run on the strand.
+    void post_wake() noexcept
+    {
+        auto core = self.shared_from_this();
+        if (loop_ex) {
+            asio::post(*loop_ex, asio::bind_allocator(WakeAllocator<void>(&wake_arena),
+                                                      [core = std::move(core)]() mutable {
+                                                          Impl& d = *core->impl_;
+                                                          asio::dispatch(d.strand, [core] {
+                                                              core->impl_->wake_drain();
+                                                          });
+                                                      }));
+        } else {
+            asio::post(strand, [core = std::move(core)] { core->impl_->wake_drain(); });
+        }
+    }
 
     void complete_flushes(std::uint64_t resolved_upto, error_code ec)
     {
@@ -488,14 +577,31 @@ struct WriterCore::Impl {
                     d.finish(true);
                     break;
                 }
-                // Park until a submit, a flush, a close — or a due fsync or idle call.
+                // Empty. For up to park_after, look again every idle_poll (a soft park: a
+                // producer wakes the drain only once poll_wake_records are waiting); then park
+                // until a submit, a flush, a close — or a due fsync or idle call.
+                const auto now = clock::now();
+                if (!d.empty_since) d.empty_since = now;
+                const auto empty_for = now - *d.empty_since;
                 auto wait = clock::duration::max();
-                if (d.fsync_due) wait = std::max(clock::duration::zero(), *d.fsync_due - clock::now());
+                if (d.fsync_due) wait = std::max(clock::duration::zero(), *d.fsync_due - now);
                 const bool idle_armed = w.idle_interval_.count() > 0 && d.active_since_idle;
                 if (idle_armed)
-                    wait = std::min<clock::duration>(wait, w.idle_interval_);
-                const auto parked_at = clock::now();
-                w.wake_state_.store(parked, std::memory_order_seq_cst);
+                    wait = std::min<clock::duration>(
+                        wait, std::max<clock::duration>(clock::duration::zero(),
+                                                        w.idle_interval_ - empty_for));
+                const bool poll = o.idle_poll.count() > 0 && empty_for < park_after;
+                if (poll) {
+                    wait = std::min<clock::duration>(wait, o.idle_poll);
+                    const std::uint64_t at = consumed + d.poll_wake_records;
+                    if (d.wake_at.load(std::memory_order_relaxed) != at)
+                        d.wake_at.store(at, std::memory_order_relaxed);
+                }
+                // Idle polls write nothing producers read (their submit() then hits its
+                // cache); a state still set from the last poll counts as stored.
+                const std::uint8_t want = poll ? lingering : parked;
+                if (w.wake_state_.load(std::memory_order_relaxed) != want)
+                    w.wake_state_.store(want, std::memory_order_seq_cst);
                 {
                     Guard g(d);
                     if (!g) break;
@@ -508,22 +614,31 @@ struct WriterCore::Impl {
                 if (wait == clock::duration::max()) d.wake_timer.expires_at(clock::time_point::max());
                 else d.wake_timer.expires_after(wait);
                 co_await d.wake_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-                w.wake_state_.store(awake, std::memory_order_seq_cst);
+                // After a quiet poll the state stays `lingering` for the next one; records
+                // found next set it to awake below, before the batch.
+                if (ec || !poll) w.wake_state_.store(awake, std::memory_order_seq_cst);
                 if (!ec && d.fsync_due && clock::now() >= *d.fsync_due) {
                     co_await d.on_io(IoTask::sync);
                     d.fsync_due.reset();
                 }
-                if (!ec && idle_armed && clock::now() - parked_at >= w.idle_interval_) {
-                    // Woken by nothing but time: the writer has been idle that long.
-                    d.active_since_idle = false;
-                    co_await d.on_io(IoTask::idle);
+                if (!ec && idle_armed && clock::now() - *d.empty_since >= w.idle_interval_) {
+                    bool still_empty = false;
+                    if (Guard g{d}) still_empty = w.hooks_->claimed() == consumed;
+                    if (still_empty) {
+                        // Nothing but time passed: the writer has been idle that long.
+                        d.active_since_idle = false;
+                        co_await d.on_io(IoTask::idle);
+                    }
                 }
                 continue;
             }
+            d.empty_since.reset();
+            if (w.wake_state_.load(std::memory_order_relaxed) != awake)
+                w.wake_state_.store(awake, std::memory_order_seq_cst);
             // Linger: give a short batch up to flush_interval to fill.
             if (o.flush_interval.count() > 0 && !d.closing && d.flush_waiters.empty() &&
                 claimed - consumed < o.batch_records) {
-                d.linger_from.store(consumed, std::memory_order_relaxed);
+                d.wake_at.store(consumed + o.batch_records, std::memory_order_relaxed);
                 w.wake_state_.store(lingering, std::memory_order_seq_cst);
                 boost::system::error_code ec;
                 d.wake_timer.expires_after(o.flush_interval);
@@ -543,6 +658,8 @@ struct WriterCore::Impl {
     asio::strand<asio::any_io_executor> strand;
     std::optional<asio::thread_pool> own_io;
     asio::any_io_executor io_ex;
+    std::optional<asio::io_context::executor_type> loop_ex;  // ex_, when it is an io_context's
+    WakeArena wake_arena;
     asio::steady_timer wake_timer;   // the drain parks (or lingers) on it
     asio::steady_timer close_timer;  // shutdown_timeout
 
@@ -555,6 +672,7 @@ struct WriterCore::Impl {
 
     // I/O thread only.
     FileAppender appender;
+    const std::uint64_t poll_wake_records;  // see maybe_wake()
     Tally tally;
     std::uint64_t queue_full_logged = 0, malformed_seen = 0, unexpected_serialize = 0;
     std::uint64_t unexpected_write = 0, write_failures = 0, sync_failures = 0;
@@ -585,7 +703,9 @@ struct WriterCore::Impl {
     bool closing = false;
     bool finished = false;
     bool active_since_idle = false;
-    std::atomic<std::uint64_t> linger_from{0};
+    std::optional<clock::time_point> empty_since;  // when the drain first found the queue empty
+    // Lingering or polling: the claim position from which a submit wakes the drain.
+    std::atomic<std::uint64_t> wake_at{0};
     std::optional<clock::time_point> fsync_due;
     std::vector<std::pair<std::uint64_t, asio::any_completion_handler<void(error_code)>>>
         flush_waiters;
@@ -697,15 +817,13 @@ WriterStats WriterCore::stats() const noexcept
 
 void WriterCore::maybe_wake(std::uint8_t seen, std::uint64_t pos) noexcept
 {
-    if (seen == lingering) {
-        // Only a full batch cuts a linger short.
-        if (pos + 1 < impl_->linger_from.load(std::memory_order_relaxed) + opts_.batch_records)
-            return;
-    }
+    // Lingering or polling: only enough waiting records (a full batch; while polling, at
+    // most a quarter of the queue) cut it short.
+    if (seen == lingering && pos + 1 < impl_->wake_at.load(std::memory_order_relaxed)) return;
     std::uint8_t expected = seen;
     if (!wake_state_.compare_exchange_strong(expected, awake, std::memory_order_acq_rel)) return;
     // One post per park, never one per record.
-    asio::post(impl_->strand, [core = shared_from_this()] { core->impl_->wake_drain(); });
+    impl_->post_wake();
 }
 
 void WriterCore::count_queue_full() noexcept
@@ -758,6 +876,12 @@ void WriterCore::on_unexpected(Stage stage, std::string_view what) noexcept
 AppendResult WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
     return impl_->append(path, lines);
+}
+
+AppendResult WriterCore::settle(const Lines& lines, std::uint64_t delivered,
+                                std::uint64_t failed, std::uint64_t delivered_bytes) noexcept
+{
+    return impl_->settle(lines, delivered, failed, delivered_bytes);
 }
 
 void WriterCore::async_flush_impl(asio::any_completion_handler<void(error_code)> h)

@@ -80,6 +80,7 @@ TEST_CASE("WriterOptions defaults are the documented ones", "[unit][options]")
     CHECK(!o.log);
     CHECK(!o.io_executor.has_value());
     CHECK(o.file_io == nullptr);
+    CHECK(o.idle_poll == std::chrono::microseconds(1000));
 
     // An aggregate: designated initializers in declaration order.
     const jsonlw::WriterOptions d{

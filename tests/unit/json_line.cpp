@@ -6,8 +6,13 @@
 
 #include <jsonlw/json_line.hpp>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -194,6 +199,102 @@ TEST_CASE("doubles are written in shortest round-trip form", "[unit][json_line][
         CHECK(std::strtod(s.c_str(), nullptr) == d);
         CHECK(jsonlw_test::is_valid_json(s));
     }
+}
+
+TEST_CASE("doubles with few decimals (the fast path) are spelled exactly as fmt's shortest form", "[unit][json_line][numbers]")
+{
+    // fmt's "{}" (Dragonbox) plus Python's ".0": the spelling the fast path must reproduce.
+    const auto reference = [](double d) {
+        std::string s = fmt::format("{}", d);
+        if (s.find_first_of(".e") == std::string::npos) s += ".0";
+        return s;
+    };
+    std::mt19937_64 rng(20261129);
+    std::vector<double> values = {0.0, -0.0, 1e-4, -1e-4, 9.9999e-5, 1e-3, 0.5, 1.0, 1e6,
+                                  2251799813.0, 2251799812.999999, 2251799813.5, 1125899906.842624,
+                                  1700000000.123456, 1700000000.1234567, 5310.114, 1000.0021,
+                                  std::nextafter(1000.0021, 2000.0), std::nextafter(0.1, 1.0)};
+    for (int i = 0; i < 200000; ++i) {
+        const int k = static_cast<int>(rng() % 9);  // 0..8 decimals
+        const std::uint64_t m = rng() % (std::uint64_t{1} << (rng() % 53));
+        double d = static_cast<double>(m);
+        for (int j = 0; j < k; ++j) d /= 10;
+        if (rng() % 2) d = -d;
+        values.push_back(d);
+        values.push_back(std::nextafter(d, 1e300));
+        std::uint64_t bits = rng();
+        double r;
+        std::memcpy(&r, &bits, sizeof r);
+        if (std::isfinite(r)) values.push_back(r);
+    }
+    std::size_t mismatches = 0;
+    for (const double d : values) {
+        const std::string got = number(d);
+        if (got != reference(d) && ++mismatches <= 5) {
+            INFO(fmt::format("{:.17g}: {} vs {}", d, got, reference(d)));
+            CHECK(got == reference(d));
+        }
+    }
+    CHECK(mismatches == 0);
+}
+
+TEST_CASE("strings of any mix of plain runs, escapes and UTF-8 are escaped as piece by piece", "[unit][json_line][utf8]")
+{
+    // Each piece with its escaped form; invalid UTF-8 pieces become one U+FFFD each (no piece
+    // starts with a continuation byte, so pieces never merge into one sequence).
+    struct Piece {
+        std::string in, out;
+        bool bad = false;
+    };
+    const std::vector<Piece> pieces = {
+        {"a", "a"}, {"plain run of text ", "plain run of text "}, {"0123456789abcdef", "0123456789abcdef"},
+        {"\"", "\\\""}, {"\\", "\\\\"}, {"\n", "\\n"}, {"\t", "\\t"}, {"\x01", "\\u0001"},
+        {"\x1f", "\\u001f"}, {"\xC3\xA9", "\xC3\xA9"}, {"\xE2\x82\xAC", "\xE2\x82\xAC"},
+        {"\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80"}, {"\xFF", fffd, true}, {"\xE2\x82", fffd, true},
+        {"\xC3", fffd, true}, {"\xC0\xAF", fffd + fffd, true}, {"\x7f", "\x7f"}, {"/", "/"},
+    };
+    std::mt19937 rng(5);
+    for (int round = 0; round < 20000; ++round) {
+        std::string in, expected = "\"";
+        bool bad = false;
+        const int count = static_cast<int>(rng() % 40);
+        for (int k = 0; k < count; ++k) {
+            const Piece& p = pieces[rng() % pieces.size()];
+            in += p.in;
+            expected += p.out;
+            bad = bad || p.bad;
+        }
+        expected += "\"";
+        bool sanitized = false;
+        const std::string got = json_string(in, &sanitized);
+        if (got != expected || sanitized != bad) {
+            INFO("input of " << in.size() << " bytes, round " << round);
+            CHECK(got == expected);
+            CHECK(sanitized == bad);
+            break;
+        }
+    }
+}
+
+TEST_CASE("a JsonKey is copied as is and behaves as the same string_view key", "[unit][json_line]")
+{
+    using namespace jsonlw::literals;
+    LineBuffer a, b;
+    JsonLine x(a), y(b);
+    x.begin_object().key("first"_key).value(1).field("second"_key, "s").key("third_one_x"_key).null().end_object();
+    y.begin_object().key("first").value(1).field("second", "s").key("third_one_x").null().end_object();
+    CHECK(x.view() == y.view());
+    CHECK(x.view() == R"({"first":1,"second":"s","third_one_x":null})");
+    // A non-finite value names the key either way.
+    LineBuffer c;
+    JsonLine z(c);
+    z.begin_object().key("rate"_key);
+    CHECK_THROWS_WITH(z.value(std::nan("")), Catch::Contains("'rate'"));
+    // Keys that need escaping still go through the string_view overload.
+    LineBuffer e;
+    JsonLine w(e);
+    w.begin_object().key("a\"b").value(1).key("long key with a \n newline").value(2).end_object();
+    CHECK(w.view() == R"({"a\"b":1,"long key with a \n newline":2})");
 }
 
 TEST_CASE("a non-finite double makes the record malformed unless written with number_or_null", "[unit][json_line][numbers]")

@@ -9,11 +9,39 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 namespace jsonlw {
 
 // The buffer lines are built in (fmt's growable buffer; a writer reuses one per batch).
 using LineBuffer = fmt::memory_buffer;
+
+// A member name known when compiling, written "name"_key: checked then to need no escaping
+// (no control character, '"', '\\' or byte >= 0x80), so JsonLine::key() copies it as is.
+// A parameter of type JsonKey takes a string literal as is.
+class JsonKey {
+public:
+    template <std::size_t N>
+    consteval JsonKey(const char (&s)[N]) : JsonKey(s, N - 1)
+    {
+    }
+    consteval JsonKey(const char* s, std::size_t n) : name_(s, n)
+    {
+        for (const char c : name_) {
+            const auto u = static_cast<unsigned char>(c);
+            if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\')
+                throw "a JsonKey must need no escaping";  // a compile error where it is used
+        }
+    }
+    constexpr std::string_view name() const noexcept { return name_; }
+
+private:
+    std::string_view name_;
+};
+
+inline namespace literals {
+consteval JsonKey operator""_key(const char* s, std::size_t n) { return JsonKey(s, n); }
+}  // namespace literals
 
 // Builds one JSON value — normally an object — at the end of a LineBuffer. Commas and colons
 // are placed for you: call key() before each member value, nothing between array elements.
@@ -31,6 +59,15 @@ public:
     JsonLine& begin_array();
     JsonLine& end_array();
     JsonLine& key(std::string_view name);
+    // Exactly a JsonKey ("name"_key): a literal key("name") stays the string_view overload.
+    template <std::same_as<JsonKey> K>
+    JsonLine& key(K name)
+    {
+        plain_key(name.name());
+        last_key_ = name.name();
+        need_comma_ = false;
+        return *this;
+    }
 
     JsonLine& string(std::string_view s);
     JsonLine& value(std::string_view s) { return string(s); }
@@ -58,6 +95,19 @@ public:
         key(name);
         return value(v);
     }
+    template <std::same_as<JsonKey> K, class T>
+    JsonLine& field(K name, const T& v)
+    {
+        if constexpr (std::is_same_v<T, double>) {
+            return plain_field(name.name(), v);
+        } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> &&
+                             !std::is_same_v<T, char>) {
+            return plain_field(name.name(), static_cast<std::int64_t>(v));
+        } else {
+            key(name);
+            return value(v);
+        }
+    }
 
     std::string_view view() const noexcept
     {
@@ -72,6 +122,11 @@ private:
     JsonLine& unsigned_integer(std::uint64_t v);
     void separate();
     void append_escaped(std::string_view s);
+    void plain_key(std::string_view name);
+    JsonLine& plain_field(std::string_view name, double d);
+    JsonLine& plain_field(std::string_view name, std::int64_t v);
+    [[noreturn]] void non_finite(double d) const;
+    void write_double(char* p, double d);
 
     LineBuffer* out_;
     std::size_t start_;

@@ -32,6 +32,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <system_error>
 #include <vector>
@@ -194,6 +195,21 @@ protected:
         return core_->append(path, lines);
     }
 
+    // For a write_batch whose lines go somewhere other than a file (a message broker, a
+    // socket): how they fared, counted as append() counts — `delivered` written (their
+    // delivered_bytes added to stats().bytes; by default, all of lines' bytes when every
+    // line was delivered, else none), `failed` write_error, the rest of lines.records
+    // unknown (no outcome known). Call it once per group of lines serialize_batch()
+    // returned; the caller logs its own failures (it knows them best). I/O thread only.
+    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
+                        std::optional<std::uint64_t> delivered_bytes = {}) noexcept
+    {
+        const std::uint64_t bytes = delivered_bytes ? *delivered_bytes
+                                    : delivered == lines.records ? lines.bytes.size()
+                                                                 : 0;
+        return core_->settle(lines, delivered, failed, bytes);
+    }
+
     // Stops the writer for good: intake closed, the running batch waited for, the queue
     // discarded (counted as shutdown). Subclasses with state call it in their destructor.
     void shutdown() noexcept
@@ -250,7 +266,7 @@ private:
         std::uint64_t pos;
         if (o.overflow == Overflow::drop_oldest) {
             for (;;) {
-                if (ring_.try_pop()) core_->count_evicted();
+                if (ring_.try_pop_into([](Record&&) noexcept {})) core_->count_evicted();
                 switch (ring_.try_push(rec, pos)) {
                 case Ring::Push::ok: core_->after_push(pos); return SubmitResult::accepted;
                 case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
@@ -351,11 +367,12 @@ private:
     std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept override
     {
         std::size_t bytes = 0;
-        while (staging_.size() < max_records && bytes < max_bytes) {
-            auto r = ring_.try_pop();
-            if (!r) break;
-            bytes += record_bytes(*r);
-            staging_.push_back(std::move(*r));
+        // staging_ holds batch_records already: push_back does not allocate (nor throw).
+        const auto take = [&](Record&& r) noexcept {
+            bytes += record_bytes(r);
+            staging_.push_back(std::move(r));
+        };
+        while (staging_.size() < max_records && bytes < max_bytes && ring_.try_pop_into(take)) {
         }
         return staging_.size();
     }
@@ -394,7 +411,7 @@ private:
     {
         std::size_t n = 0;
         while (ring_.consumed() < ring_.claimed()) {
-            if (ring_.try_pop()) ++n;
+            if (ring_.try_pop_into([](Record&&) noexcept {})) ++n;
         }
         return n;
     }

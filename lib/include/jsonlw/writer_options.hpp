@@ -59,6 +59,13 @@ struct WriterOptions {
     // Permission bits of the files the writer creates (default 0640: owner read-write, group
     // read, others nothing), before the process umask is applied. Existing files keep theirs.
     mode_t file_mode = 0640;
+    // How often the drain looks at an empty queue before it parks (default 1 ms; a soft
+    // park). For 50 ms after the queue emptied the drain checks it every idle_poll, so a
+    // producer at a steady rate never has to wake it: submit() posts a wake-up only to a
+    // drain parked after 50 ms without records, or when a quarter of the queue (at most
+    // batch_records) is waiting. A record may wait up to idle_poll for the drain.
+    // 0: park at once (the first submit after the queue emptied posts a wake-up).
+    std::chrono::microseconds idle_poll{1000};
 };
 
 }  // namespace jsonlw

@@ -38,45 +38,44 @@ double finite(double v, const Where& w, std::string_view key)
 }
 
 // An optional timestamp: written only when known (> 0).
-void optional_stamp(JsonLine& line, const Where& w, std::string_view key,
-                    const std::optional<double>& v)
+void optional_stamp(JsonLine& line, const Where& w, JsonKey key, const std::optional<double>& v)
 {
-    if (v && finite(*v, w, key) > 0) line.key(key).value(*v);
+    if (v && finite(*v, w, key.name()) > 0) line.field(key, *v);
 }
 
 // A required timestamp: the key is always there, null when unknown. `field` names it in the
 // submitted record when the line renames it.
-void required_stamp(JsonLine& line, const Where& w, std::string_view key,
-                    const std::optional<double>& v, std::string_view field = {})
+void required_stamp(JsonLine& line, const Where& w, JsonKey key, const std::optional<double>& v,
+                    std::string_view field = {})
 {
     line.key(key);
-    if (v && finite(*v, w, field.empty() ? key : field) > 0) line.value(*v);
+    if (v && finite(*v, w, field.empty() ? key.name() : field) > 0) line.value(*v);
     else line.null();
 }
 
 // An optional duration (ms): written when known (>= 0; a zero duration is a measurement).
-void optional_duration(JsonLine& line, const Where& w, std::string_view key,
+void optional_duration(JsonLine& line, const Where& w, JsonKey key,
                        const std::optional<double>& v)
 {
-    if (v && finite(*v, w, key) >= 0) line.key(key).value(*v);
+    if (v && finite(*v, w, key.name()) >= 0) line.field(key, *v);
 }
 
-void optional_int(JsonLine& line, std::string_view key, const std::optional<std::int64_t>& v)
+void optional_int(JsonLine& line, JsonKey key, const std::optional<std::int64_t>& v)
 {
-    if (v) line.key(key).value(*v);
+    if (v) line.field(key, *v);
 }
 
 // Worker timing_metrics in schema order (the aggregated / worker line).
 void worker_timing(JsonLine& line, const Where& w, const TimingMetrics& t)
 {
-    line.key("timing_metrics").begin_object();
+    line.key("timing_metrics"_key).begin_object();
     required_stamp(line, w, "arrival_time", t.arrival_time);
     optional_stamp(line, w, "first_scheduled_time", t.first_scheduled_time);
     optional_stamp(line, w, "first_token_time", t.first_token_time);
     required_stamp(line, w, "last_token_time", t.last_token_time);
     optional_stamp(line, w, "server_arrival_time", t.server_arrival_time);
     optional_stamp(line, w, "server_first_token_time", t.server_first_token_time);
-    if (t.kv_cache_size && *t.kv_cache_size > 0) line.key("kv_cache_size").value(*t.kv_cache_size);
+    if (t.kv_cache_size && *t.kv_cache_size > 0) line.key("kv_cache_size"_key).value(*t.kv_cache_size);
     // Newer rule: the transfer stamps do not depend on kv_cache_size (header-derived records
     // never carry it); they go only when unknown.
     optional_stamp(line, w, "kv_cache_transfer_start", t.kv_cache_transfer_start);
@@ -87,10 +86,10 @@ void worker_timing(JsonLine& line, const Where& w, const TimingMetrics& t)
 // ctx/gen timing_metrics in the order the disagg server rebuilds them (lifecycle order).
 void disagg_worker_timing(JsonLine& line, const Where& w, const TimingMetrics& t)
 {
-    line.key("timing_metrics").begin_object();
+    line.key("timing_metrics"_key).begin_object();
     optional_stamp(line, w, "server_arrival_time", t.server_arrival_time);
     required_stamp(line, w, "arrival_time", t.arrival_time);
-    if (t.kv_cache_size && *t.kv_cache_size > 0) line.key("kv_cache_size").value(*t.kv_cache_size);
+    if (t.kv_cache_size && *t.kv_cache_size > 0) line.key("kv_cache_size"_key).value(*t.kv_cache_size);
     optional_stamp(line, w, "kv_cache_transfer_start", t.kv_cache_transfer_start);
     optional_stamp(line, w, "kv_cache_transfer_end", t.kv_cache_transfer_end);
     optional_stamp(line, w, "first_scheduled_time", t.first_scheduled_time);
@@ -126,11 +125,11 @@ void step(JsonLine& line, const Where& w, const StepMetrics& s)
     line.end_object();
 }
 
-void steps(JsonLine& line, std::string_view phase, std::string_view key,
+void steps(JsonLine& line, std::string_view phase, JsonKey key,
            const std::vector<StepMetrics>& list)
 {
     if (list.empty()) return;
-    const std::string_view section = key == "step_metrics"
+    const std::string_view section = key.name() == "step_metrics"
                                          ? "time_breakdown_metrics.step_metrics"
                                          : "time_breakdown_metrics.ctx_chunk_metrics";
     line.key(key).begin_array();
@@ -141,7 +140,7 @@ void steps(JsonLine& line, std::string_view phase, std::string_view key,
 void time_breakdown(JsonLine& line, std::string_view phase, const TimeBreakdownMetrics& tb)
 {
     const Where w{phase, "time_breakdown_metrics"};
-    line.key("time_breakdown_metrics").begin_object();
+    line.key("time_breakdown_metrics"_key).begin_object();
     steps(line, phase, "ctx_chunk_metrics", tb.ctx_chunk_metrics);
     steps(line, phase, "step_metrics", tb.step_metrics);
     optional_duration(line, w, "ctx_gpu_forward_time", tb.ctx_gpu_forward_time);
@@ -156,35 +155,35 @@ void worker_metrics(JsonLine& line, std::string_view phase, const PhaseRecord& p
                     std::string_view request_id, const std::optional<std::string>& ctx_request_id,
                     TimingOrder order)
 {
-    line.key("request_id");
+    line.key("request_id"_key);
     write_coerced_id(line, request_id);
 
-    line.key("perf_metrics").begin_object();
+    line.key("perf_metrics"_key).begin_object();
     const Where timing{phase, "timing_metrics"};
     if (order == TimingOrder::worker) worker_timing(line, timing, p.timing_metrics);
     else disagg_worker_timing(line, timing, p.timing_metrics);
     optional_int(line, "first_iter", p.first_iter);
     optional_int(line, "last_iter", p.last_iter);
     if (const auto& kv = p.kv_cache_metrics) {
-        line.key("kv_cache_metrics").begin_object();
-        line.field("num_total_allocated_blocks", kv->num_total_allocated_blocks);
-        line.field("num_new_allocated_blocks", kv->num_new_allocated_blocks);
-        line.field("num_reused_blocks", kv->num_reused_blocks);
-        line.field("num_missed_blocks", kv->num_missed_blocks);
+        line.key("kv_cache_metrics"_key).begin_object();
+        line.field("num_total_allocated_blocks"_key, kv->num_total_allocated_blocks);
+        line.field("num_new_allocated_blocks"_key, kv->num_new_allocated_blocks);
+        line.field("num_reused_blocks"_key, kv->num_reused_blocks);
+        line.field("num_missed_blocks"_key, kv->num_missed_blocks);
         line.end_object();
     }
     if (const auto& spec = p.speculative_decoding; spec && spec->total_draft_tokens > 0) {
         const Where w{phase, "speculative_decoding"};
-        line.key("speculative_decoding").begin_object();
-        line.field("acceptance_rate", finite(spec->acceptance_rate, w, "acceptance_rate"));
-        line.field("total_accepted_draft_tokens", spec->total_accepted_draft_tokens);
-        line.field("total_draft_tokens", spec->total_draft_tokens);
+        line.key("speculative_decoding"_key).begin_object();
+        line.field("acceptance_rate"_key, finite(spec->acceptance_rate, w, "acceptance_rate"));
+        line.field("total_accepted_draft_tokens"_key, spec->total_accepted_draft_tokens);
+        line.field("total_draft_tokens"_key, spec->total_draft_tokens);
         line.end_object();
     }
     line.end_object();
 
     if (ctx_request_id) {
-        line.key("ctx_request_id");
+        line.key("ctx_request_id"_key);
         write_coerced_id(line, *ctx_request_id);
     }
     if (p.time_breakdown_metrics) time_breakdown(line, phase, *p.time_breakdown_metrics);
@@ -198,9 +197,9 @@ void worker_line(const PerfMetricsRecord& rec, JsonLine& line)
     worker_metrics(line, "server", p, rec.request_id,
                    rec.ctx_request_id ? rec.ctx_request_id : p.ctx_request_id,
                    TimingOrder::worker);
-    line.field("status", rec.status);
+    line.field("status"_key, rec.status);
     if (rec.disagg_request_id) {
-        line.key("disagg_request_id");
+        line.key("disagg_request_id"_key);
         write_coerced_id(line, *rec.disagg_request_id);
     }
     line.end_object();
@@ -214,28 +213,28 @@ void disagg_line(const PerfMetricsRecord& rec, JsonLine& line)
     const Where w{"disagg", "timing_metrics"};
     const auto& t = d.timing_metrics;
     line.begin_object();
-    line.field("ctx_server", d.ctx_server);
-    line.field("gen_server", d.gen_server);
+    line.field("ctx_server"_key, d.ctx_server);
+    line.field("gen_server"_key, d.gen_server);
     required_stamp(line, w, "disagg_server_arrival_time", t.server_arrival_time,
                    "server_arrival_time");
     required_stamp(line, w, "disagg_ctx_dispatch_time", t.ctx_dispatch_time, "ctx_dispatch_time");
     required_stamp(line, w, "disagg_server_first_token_time", t.server_first_token_time,
                    "server_first_token_time");
-    line.field("status", rec.status);
+    line.field("status"_key, rec.status);
     if (rec.disagg_request_id) {
-        line.key("disagg_request_id");
+        line.key("disagg_request_id"_key);
         write_coerced_id(line, *rec.disagg_request_id);
     }
     // The worker sub-records take their ids from the phase (request_id falling back to the
     // record's), as TensorRT-LLM's _jsonl_record() does.
     if (rec.ctx) {
-        line.key("ctx_perf_metrics").begin_object();
+        line.key("ctx_perf_metrics"_key).begin_object();
         worker_metrics(line, "ctx", *rec.ctx, rec.ctx->request_id.value_or(rec.request_id),
                        rec.ctx->ctx_request_id, TimingOrder::disagg);
         line.end_object();
     }
     if (rec.gen) {
-        line.key("gen_perf_metrics").begin_object();
+        line.key("gen_perf_metrics"_key).begin_object();
         worker_metrics(line, "gen", *rec.gen, rec.gen->request_id.value_or(rec.request_id),
                        rec.gen->ctx_request_id, TimingOrder::disagg);
         line.end_object();

@@ -85,6 +85,16 @@ public:
     // claimed cell is still being written by its producer (it will be published shortly).
     std::optional<T> try_pop() noexcept
     {
+        std::optional<T> out;
+        try_pop_into([&](T&& v) noexcept { out.emplace(std::move(v)); });
+        return out;
+    }
+
+    // Like try_pop(), but hands the record to `take(T&&)` (which must not throw) in its cell,
+    // saving a move; returns whether there was one.
+    template <class Take>
+    bool try_pop_into(Take&& take) noexcept
+    {
         std::uint64_t p = head_.load(std::memory_order_relaxed);
         for (;;) {
             Cell& c = cell(p);
@@ -93,13 +103,13 @@ public:
                 if (head_.compare_exchange_weak(p, p + 1, std::memory_order_seq_cst,
                                                 std::memory_order_relaxed)) {
                     T* v = std::launder(reinterpret_cast<T*>(c.storage));
-                    std::optional<T> out(std::move(*v));
+                    take(std::move(*v));
                     v->~T();
                     c.seq.store(p + cells_count_, std::memory_order_release);
-                    return out;
+                    return true;
                 }
             } else if (seq < p + 1) {
-                return std::nullopt;
+                return false;
             } else {
                 p = head_.load(std::memory_order_relaxed);
             }

@@ -104,6 +104,11 @@ public:
     void on_malformed(std::string_view what) noexcept;
     void on_unexpected(Stage stage, std::string_view what) noexcept;
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
+    // Counts lines a write_batch sent somewhere other than a file: `delivered` (of
+    // delivered_bytes) as written, `failed` as write_error, the rest of lines.records as
+    // unknown. Logs nothing.
+    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
+                        std::uint64_t delivered_bytes) noexcept;
 
     // --- async operations (any thread); completion on the handler's associated executor ---
     void async_flush_impl(boost::asio::any_completion_handler<void(error_code)> h);

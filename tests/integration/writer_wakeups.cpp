@@ -1,0 +1,155 @@
+// How the drain is woken (issue 5): a producer at a steady rate never has to wake it — the
+// drain polls an empty queue every idle_poll before it parks — so submit() allocates nothing;
+// a wake-up that is still needed (after a long idle spell, or with idle_poll 0) allocates
+// nothing on the producer's thread either when the executor is an io_context's. This TU
+// replaces the global operator new with one that counts per thread.
+#define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <catch2/catch.hpp>
+
+#include "common.hpp"
+
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+using namespace jsonlw_test;
+using jsonlw::SubmitResult;
+using namespace std::chrono_literals;
+
+namespace {
+
+thread_local std::uint64_t t_allocations = 0;
+
+void* counted(std::size_t n, std::size_t align = 0)
+{
+    ++t_allocations;
+    if (n == 0) n = 1;
+    if (align == 0) return std::malloc(n);
+    return std::aligned_alloc(align, (n + align - 1) / align * align);
+}
+
+// What `n` submits of fresh records (built before each call, not counted) allocated on this
+// thread inside submit(), pacing them by sleeping `gap` between calls.
+template <class W>
+std::uint64_t allocations_in_submits(W& w, int first, int n, std::chrono::microseconds gap,
+                                     int& refused)
+{
+    std::uint64_t inside = 0;
+    for (int i = first; i < first + n; ++i) {
+        Rec r = rec(i);
+        const std::uint64_t before = t_allocations;
+        const SubmitResult res = w.submit(std::move(r));
+        inside += t_allocations - before;
+        if (res != SubmitResult::accepted) ++refused;
+        if (gap.count() > 0) std::this_thread::sleep_for(gap);
+    }
+    return inside;
+}
+
+}  // namespace
+
+void* operator new(std::size_t n)
+{
+    if (void* p = counted(n)) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](std::size_t n)
+{
+    if (void* p = counted(n)) return p;
+    throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t a)
+{
+    if (void* p = counted(n, static_cast<std::size_t>(a))) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a)
+{
+    if (void* p = counted(n, static_cast<std::size_t>(a))) return p;
+    throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+TEST_CASE("a producer on another thread at a steady rate never allocates inside submit()",
+          "[integration][writer][wakeup]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    TestWriter w(loop.executor(), test_options(dir.path(), logs));  // default idle_poll: 1 ms
+    w.start();
+    loop.start();
+    int refused = 0;
+    // Warm-up: the drain's first polls, the I/O thread's first batches.
+    allocations_in_submits(w, 0, 200, 100us, refused);
+    const std::uint64_t inside = allocations_in_submits(w, 200, 3000, 100us, refused);
+    CHECK(inside == 0);
+    CHECK(refused == 0);
+    const auto report = close(w);
+    CHECK(report.drained);
+    CHECK(report.stats.written == 3200);
+    CHECK(invariant_holds(report.stats));
+    CHECK(count_lines(w.file_path()) == 3200);
+}
+
+TEST_CASE("after an idle spell, or with idle_poll 0, the wake-up submit() posts allocates nothing on an io_context",
+          "[integration][writer][wakeup]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    const bool poll = GENERATE(true, false);
+    o.idle_poll = poll ? std::chrono::microseconds(1000) : std::chrono::microseconds(0);
+    TestWriter w(loop.executor(), o);
+    w.start();
+    loop.start();
+    int refused = 0;
+    allocations_in_submits(w, 0, 20, 0us, refused);
+    REQUIRE(wait_until([&] { return w.stats().written == 20; }));
+    std::uint64_t inside = 0;
+    for (int round = 0; round < 5; ++round) {
+        // Long enough for the drain to stop polling and park (it polls for 50 ms).
+        std::this_thread::sleep_for(poll ? 80ms : 5ms);
+        inside += allocations_in_submits(w, 20 + round, 1, 0us, refused);
+        // Each record reaches the file without a flush: the wake-up worked.
+        CHECK(wait_until([&] { return w.stats().written == 21u + round; }));
+    }
+    CHECK(inside == 0);
+    CHECK(refused == 0);
+    CHECK(count_lines(w.file_path()) == 25);
+}
+
+TEST_CASE("on an executor that is not an io_context's, records are still written without a flush",
+          "[integration][writer][wakeup]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    o.idle_poll = GENERATE(std::chrono::microseconds(0), std::chrono::microseconds(1000));
+    TestWriter w(boost::asio::make_strand(loop.io()), o);
+    w.start();
+    loop.start();
+    for (int i = 0; i < 3; ++i) {
+        REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+        CHECK(wait_until([&] { return count_lines(w.file_path()) == static_cast<std::size_t>(i) + 1; }));
+        std::this_thread::sleep_for(i == 1 ? 80ms : 1ms);  // once long enough to park
+    }
+    const auto report = close(w);
+    CHECK(report.stats.written == 3);
+    CHECK(invariant_holds(report.stats));
+}
