@@ -17,78 +17,10 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// The file seam through which a batch's outcome reaches the base's counters (see the header):
-// nothing is opened; each append succeeds, fails with nothing landed, or fails part-way,
-// as the next outcome says. I/O thread only, one append at a time.
-class Ledger final : public FileIo {
-public:
-    enum class Outcome { delivered, failed, undelivered };
-
-    void next(Outcome o, int err) noexcept
-    {
-        outcome_ = o;
-        errno_ = err;
-        partial_done_ = false;
-    }
-
-    int open(const char*, int, mode_t) noexcept override { return ++fd_; }
-    ssize_t writev(int, const iovec* iov, int iovcnt) noexcept override
-    {
-        std::size_t total = 0;
-        for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
-        switch (outcome_) {
-        case Outcome::delivered:
-            return static_cast<ssize_t>(total);
-        case Outcome::failed:
-            break;
-        case Outcome::undelivered:
-            // All but the last byte "landed": the base counts every line as unknown.
-            if (!partial_done_ && total > 1) {
-                partial_done_ = true;
-                return static_cast<ssize_t>(total - 1);
-            }
-            break;
-        }
-        errno = errno_;
-        return -1;
-    }
-    ssize_t pread(int, void*, size_t, off_t) noexcept override { return 0; }
-    int fstat(int, struct stat* st) noexcept override
-    {
-        *st = {};
-        st->st_nlink = 1;
-        st->st_mode = S_IFREG;
-        return 0;
-    }
-    int fsync(int) noexcept override { return 0; }
-    int close(int) noexcept override { return 0; }
-
-private:
-    Outcome outcome_ = Outcome::delivered;
-    int errno_ = EIO;
-    bool partial_done_ = false;
-    int fd_ = 1 << 24;  // never a real descriptor, never passed to the kernel
-};
 
 // First occurrence, then every 1000th: the project's rule for repeated log lines.
 bool log_worthy(std::uint64_t n) noexcept { return n == 1 || n % 1000 == 0; }
 
-// The errno the base logs for a failed batch: the closest words for what happened.
-int errno_for(rd_kafka_resp_err_t err) noexcept
-{
-    switch (err) {
-    case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
-    case RD_KAFKA_RESP_ERR__TIMED_OUT:
-    case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
-        return ETIMEDOUT;
-    case RD_KAFKA_RESP_ERR__QUEUE_FULL:
-        return ENOBUFS;
-    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-        return EMSGSIZE;
-    default:
-        return ECOMM;
-    }
-}
 
 }  // namespace
 
@@ -97,8 +29,6 @@ struct KafkaJsonWriter::Producer {
 
     rd_kafka_t* rk = nullptr;
     rd_kafka_topic_t* rkt = nullptr;
-    std::shared_ptr<Ledger> ledger = std::make_shared<Ledger>();
-    std::filesystem::path ledger_path;
     LogSink log_sink;
     std::string subject;
     std::atomic<bool> stopping{false};
@@ -117,7 +47,6 @@ struct KafkaJsonWriter::Producer {
     std::vector<std::size_t> ends;      // end offset of each line in `lines`
     std::size_t outstanding = 0;
     rd_kafka_resp_err_t first_error = RD_KAFKA_RESP_ERR_NO_ERROR;
-    std::string out[3];                 // delivered, failed, undelivered lines
 
     std::atomic<std::uint64_t> produced{0}, delivered_n{0}, failed_n{0}, late{0}, full_waits{0};
     std::atomic<std::uint64_t> librdkafka_logs{0};
@@ -258,11 +187,10 @@ KafkaJsonWriter::Prepared KafkaJsonWriter::prepare(WriterOptions opts, const Kaf
     p->rkt = rd_kafka_topic_new(p->rk, kafka.topic.c_str(), nullptr);
     if (!p->rkt) return fail(rd_kafka_err2str(rd_kafka_last_error()));
 
-    // The base creates this directory (it exists) and resolves the file_path() it never
-    // opens; the ledger "file" under it is never created: the seam answers every call.
+    // A writer without a directory is inert: "/" (which exists) enables this one. The base
+    // resolves a file_path() under it that nothing ever opens: write_batch settles every
+    // batch itself.
     opts.directory = "/";
-    opts.file_io = p->ledger;
-    p->ledger_path = opts.directory / ("kafka-" + safe_path_component(kafka.topic));
     out.opts = std::move(opts);
     out.producer = std::move(p);
     return out;
@@ -394,15 +322,13 @@ void KafkaJsonWriter::write_batch(std::span<const std::string> batch)
         rd_kafka_flush(p.rk, static_cast<int>(std::min<std::int64_t>(left.count(), 100)));
     }
 
-    // Hand the outcome to the base's counters through the ledger seam.
-    for (std::string& s : p.out) s.clear();
+    // Count the batch: delivered (and their bytes), failed, no report yet (unknown).
     std::size_t counts[3] = {0, 0, 0};
+    std::uint64_t delivered_bytes = 0;
     for (std::size_t i = 0, begin = 0; i < p.status.size(); begin = p.ends[i], ++i) {
-        const int k = p.status[i] == Producer::delivered ? 0
-                      : p.status[i] == Producer::waiting ? 2
-                                                         : 1;
-        p.out[k].append(p.lines, begin, p.ends[i] - begin);
-        ++counts[k];
+        const auto st = p.status[i];
+        ++counts[st == Producer::delivered ? 0 : st == Producer::waiting ? 2 : 1];
+        if (st == Producer::delivered) delivered_bytes += p.ends[i] - begin;
     }
     // Reports that come after this are late: they find no slot and are only counted.
     p.status.clear();
@@ -418,16 +344,8 @@ void KafkaJsonWriter::write_batch(std::span<const std::string> batch)
                                             : "no delivery report",
                               p.failed_batches));
     }
-    const int err = errno_for(p.first_error == RD_KAFKA_RESP_ERR_NO_ERROR
-                                  ? RD_KAFKA_RESP_ERR__MSG_TIMED_OUT
-                                  : p.first_error);
-    constexpr Ledger::Outcome outcomes[3] = {Ledger::Outcome::delivered, Ledger::Outcome::failed,
-                                             Ledger::Outcome::undelivered};
-    for (int k = 0; k < 3; ++k) {
-        if (counts[k] == 0) continue;
-        p.ledger->next(outcomes[k], err);
-        append(p.ledger_path, Lines{p.out[k], counts[k], 0});
-    }
+    settle(Lines{p.lines, counts[0] + counts[1] + counts[2], 0}, counts[0], counts[1],
+           delivered_bytes);
 }
 
 }  // namespace jsonlw

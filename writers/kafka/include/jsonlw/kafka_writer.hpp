@@ -24,12 +24,10 @@
 // waits for its acknowledgements before the next is produced, so batches are better large
 // (batch_records 1000, say): the wait is one broker round trip per batch.
 //
-// The base class counts only through append(); this writer reports each batch's outcome
-// through it with a file seam of its own (WriterOptions::file_io is replaced: no file is
-// opened or created, `directory` is ignored): delivered lines as a successful append, failed
-// ones as an append that fails with nothing landed, undelivered ones as one that fails
-// part-way. `bytes` therefore counts the delivered lines' bytes, newline included, and
-// `batches` the batches with at least one delivered message.
+// Each batch's outcome reaches the base's counters through JsonlRecordWriter::settle(): no
+// file is opened or created (`directory` and `file_io` are not used). `bytes` counts the
+// delivered lines' bytes, newline included, and `batches` the batches with at least one
+// delivered message.
 //
 // Memory stays bounded when the brokers are down: librdkafka's queue holds at most
 // max_queued_messages / max_queued_kbytes (a full queue is retried while deliveries are

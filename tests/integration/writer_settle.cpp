@@ -1,0 +1,97 @@
+// settle(): a write_batch that sends its lines somewhere other than a file (a broker) reports
+// how they fared, and the counters keep the invariant — the hook the Kafka sink uses.
+#define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <catch2/catch.hpp>
+
+#include "common.hpp"
+
+#include <mutex>
+#include <vector>
+
+using namespace jsonlw_test;
+
+namespace {
+
+// Sends nothing anywhere: each batch of n records is settled as `delivered` written,
+// `failed` write_error, the rest unknown, as set by the test.
+class SettlingWriter final : public jsonlw::JsonlRecordWriter<Rec> {
+public:
+    using JsonlRecordWriter::JsonlRecordWriter;
+    ~SettlingWriter() override { shutdown(); }
+
+    std::uint64_t delivered = 0, failed = 0;  // per batch (the test sends one batch at a time)
+    std::vector<jsonlw::AppendResult> results;
+
+protected:
+    void serialize(const Rec& r, jsonlw::JsonLine& line) override
+    {
+        line.begin_object().field("id", r.id).end_object();
+    }
+    void write_batch(std::span<const Rec> batch) override
+    {
+        const jsonlw::Lines lines = serialize_batch(batch);
+        results.push_back(settle(lines, delivered, failed));
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a batch settled as partly delivered counts written, write_error and unknown exactly", "[integration][settle]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    o.batch_records = 4;
+    SettlingWriter w(loop.executor(), o);
+    w.delivered = 2;
+    w.failed = 1;
+    w.start();
+    for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
+    loop.start();
+    flush(w);
+    const auto s = w.stats();
+    CHECK(s.written == 2);
+    CHECK(s.dropped.write_error == 1);
+    CHECK(s.unknown == 1);
+    CHECK(s.batches == 1);
+    CHECK(s.bytes == 0);  // which lines were delivered is the caller's to say: not given here
+    CHECK(invariant_holds(s));
+    REQUIRE(w.results.size() == 1);
+    CHECK(w.results[0].records_written == 2);
+    CHECK(w.results[0].records_failed == 1);
+    CHECK(w.results[0].records_unknown == 1);
+    CHECK_FALSE(w.results[0].ok());
+    // Nothing was written to a file: settle() is not an append.
+    CHECK_FALSE(std::filesystem::exists(w.file_path()));
+
+    // Delivered whole: the lines' bytes count, and the result is a success.
+    w.delivered = 4;
+    w.failed = 0;
+    for (int i = 4; i < 8; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
+    const auto report = close(w);
+    CHECK(report.stats.written == 6);
+    CHECK(report.stats.bytes == 4 * std::string(R"({"id":4})" "\n").size());
+    CHECK(invariant_holds(report.stats));
+    CHECK(w.results.back().ok());
+}
+
+TEST_CASE("settle never counts more records than the group holds", "[integration][settle]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    o.batch_records = 3;
+    SettlingWriter w(loop.executor(), o);
+    w.delivered = 10;  // more than the batch: clamped
+    w.failed = 10;
+    w.start();
+    for (int i = 0; i < 3; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
+    loop.start();
+    const auto report = close(w);
+    CHECK(report.stats.written == 3);
+    CHECK(report.stats.dropped.write_error == 0);
+    CHECK(report.stats.unknown == 0);
+    CHECK(invariant_holds(report.stats));
+}
