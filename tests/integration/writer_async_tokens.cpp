@@ -38,8 +38,11 @@ TEST_CASE("async_flush and async_close work with a plain callback and complete o
 {
     TempDir dir;
     LogCapture logs;
-    IoRunner loop;
+    // The handlers' context outlives the writer's loop: the loop thread may still hold a copy
+    // of the handler's executor (a strand of `other`) for a moment after the handler ran, as
+    // with any Asio operation. Declared first, `other` is destroyed after `loop` has stopped.
     IoRunner other;  // a second context: its strand is the handlers' executor
+    IoRunner loop;
     auto strand = asio::make_strand(other.io());
     TestWriter w(loop.executor(), test_options(dir.path(), logs));
     w.start();
@@ -92,8 +95,8 @@ TEST_CASE("async_flush and async_close work with use_awaitable inside a coroutin
 {
     TempDir dir;
     LogCapture logs;
+    IoRunner other;  // destroyed after `loop` (see above)
     IoRunner loop;
-    IoRunner other;
     auto strand = asio::make_strand(other.io());
     TestWriter w(loop.executor(), test_options(dir.path(), logs));
     w.start();
