@@ -65,6 +65,23 @@ void FileAppender::close_all() noexcept
     files_.clear();
 }
 
+std::error_code FileAppender::close(const std::filesystem::path& path, bool sync) noexcept
+{
+    std::error_code ec;
+    for (File& f : files_) {
+        if (f.path != path.native()) continue;
+        if (sync && f.unsynced && !inherited_by_fork()) {
+            int r;
+            do r = io_->fsync(f.fd);
+            while (r < 0 && errno == EINTR);
+            if (r < 0) ec = last_error();
+        }
+        drop(f);
+        break;
+    }
+    return ec;
+}
+
 FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path,
                                                std::error_code& ec, std::uint64_t& size)
 {

@@ -43,6 +43,9 @@ public:
     // fsync every open descriptor written since the last sync; the first error is returned.
     std::error_code sync_all();
     void close_all() noexcept;
+    // Closes `path`'s descriptor if open (fsync first when it holds unsynced data and `sync`);
+    // returns the fsync's error. The next append() to it opens it again.
+    std::error_code close(const std::filesystem::path& path, bool sync) noexcept;
     std::size_t open_files() const noexcept { return files_.size(); }
     // True in a child process forked after this appender was created.
     bool inherited_by_fork() const noexcept;

@@ -1,6 +1,7 @@
 #include <jsonlw/file_io.hpp>
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 namespace jsonlw {
@@ -20,6 +21,10 @@ ssize_t FileIo::pread(int fd, void* buf, size_t count, off_t offset) noexcept
 int FileIo::fstat(int fd, struct stat* st) noexcept { return ::fstat(fd, st); }
 int FileIo::fsync(int fd) noexcept { return ::fsync(fd); }
 int FileIo::close(int fd) noexcept { return ::close(fd); }
+int FileIo::rename(const char* from, const char* to) noexcept
+{
+    return ::renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
 
 std::shared_ptr<FileIo> posix_file_io()
 {

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,14 +49,29 @@ std::string host_name()
     return buf;
 }
 
-std::string utc_stamp()
+std::string utc_stamp(std::time_t now = std::time(nullptr))
 {
-    const std::time_t now = std::time(nullptr);
     std::tm tm{};
     ::gmtime_r(&now, &tm);
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
     return buf;
+}
+
+// The envelope's generation: the writer's start time in microseconds since the Unix epoch,
+// made strictly increasing within the process so two writers never share an id.
+std::uint64_t next_generation() noexcept
+{
+    static std::atomic<std::uint64_t> last{0};
+    const auto now = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    std::uint64_t prev = last.load(std::memory_order_relaxed);
+    for (;;) {
+        const std::uint64_t next = std::max(now, prev + 1);
+        if (last.compare_exchange_weak(prev, next, std::memory_order_relaxed)) return next;
+    }
 }
 
 // Batches the I/O thread writes per hop before returning to the strand (which completes
@@ -141,6 +157,10 @@ struct WriterCore::Impl {
             own_io->stop();
             own_io->join();
         }
+        // No I/O task runs any more (each keeps the core alive): a writer destroyed without
+        // async_close(), or whose close timed out, still gives its file its final name.
+        appender.close_all();
+        seal_main(false);
     }
 
     void log(LogLevel level, std::string_view msg) const noexcept
@@ -177,7 +197,7 @@ struct WriterCore::Impl {
     void leave() noexcept { life->leave(); }
 
     // --- hops between the strand and the I/O thread ---
-    enum class IoTask { step, finalize, sync, idle };
+    enum class IoTask { step, finalize, sync, idle, reopen, rotate_age };
 
     void run_io_task(IoTask task) noexcept
     {
@@ -193,7 +213,16 @@ struct WriterCore::Impl {
         case IoTask::idle:
             if (Guard g{*this}) self.hooks_->idle_io();
             break;
+        case IoTask::reopen: reopen_io(); break;
+        case IoTask::rotate_age:
+            if (main.created && main_rotating && self.opts_.rotate_interval.count() > 0 &&
+                clock::now() - main.opened >= self.opts_.rotate_interval)
+                rotate_main();
+            break;
         }
+        rotate_due_io = main_rotating && main.created && self.opts_.rotate_interval.count() > 0
+                            ? std::optional<clock::time_point>(main.opened + self.opts_.rotate_interval)
+                            : std::nullopt;
     }
 
     // co_await on_io(task): runs the task on the I/O thread and resumes on the strand. The
@@ -438,6 +467,186 @@ struct WriterCore::Impl {
         log_queue_drops();
         if (self.opts_.durability != Durability::none) sync_now();
         appender.close_all();
+        seal_main(self.opts_.durability != Durability::none);
+    }
+
+    // --- the default layout's file: rotation and the open suffix (I/O thread) ---
+    struct MainFile {
+        std::uint64_t index = 0;
+        std::filesystem::path final_path, open_path;
+        bool created = false;  // an append opened it: it exists on disk
+        bool sealed = false;   // closed for good (close, or the writer's end)
+        std::uint64_t size = 0;
+        clock::time_point opened{};
+    };
+
+    // Names file `index`, opened at `when`: <stem>-<host>-<pid>-<UTC>-<index>.jsonl.
+    void name_main(std::uint64_t index, std::time_t when)
+    {
+        main.index = index;
+        main.final_path = self.opts_.directory / fmt::format("{}{}-{:06}.jsonl", main_prefix,
+                                                             utc_stamp(when), index);
+        main.open_path = main.final_path;
+        main.open_path += open_suffix;
+        main.created = false;
+        main.size = 0;
+    }
+
+    void list_file(const std::filesystem::path& p, bool replace_last)
+    {
+        std::lock_guard lk(files_mu);
+        if (replace_last && !file_list.empty()) file_list.back() = p;
+        else file_list.push_back(p);
+    }
+
+    // Closes the current file (fsync first when durable) and renames it to its final name.
+    std::error_code close_main(bool durable) noexcept
+    {
+        std::error_code ec;
+        try {
+            if (const std::error_code s = appender.close(main.open_path, durable); s)
+                log(LogLevel::warning, fmt::format("Failed to fsync {} JSONL: {} ({})",
+                                                   self.opts_.subject, s.message(),
+                                                   main.open_path.native()));
+            if (open_suffix.empty()) return ec;
+            const std::shared_ptr<FileIo>& io = file_io;
+            if (io->rename(main.open_path.c_str(), main.final_path.c_str()) != 0) {
+                ec = {errno, std::system_category()};
+                log(LogLevel::warning,
+                    fmt::format("Failed to rename {} JSONL file {}: {}; its records stay there",
+                                self.opts_.subject, main.open_path.native(), ec.message()));
+                return ec;
+            }
+            list_file(main.final_path, true);
+            if (durable) {
+                // The rename itself survives a crash once the directory is synced.
+                const int dir = io->open(self.opts_.directory.c_str(),
+                                         O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+                if (dir >= 0) {
+                    io->fsync(dir);
+                    io->close(dir);
+                }
+            }
+        } catch (const std::exception& e) {
+            log_unexpected(Stage::write, e.what());
+            ec = std::make_error_code(std::errc::io_error);
+        }
+        return ec;
+    }
+
+    std::error_code rotate_main() noexcept
+    {
+        if (!main.created) return {};
+        const std::error_code ec = close_main(self.opts_.durability != Durability::none);
+        files_closed.fetch_add(1, std::memory_order_relaxed);
+        try {
+            name_main(main.index + 1, std::time(nullptr));
+        } catch (...) {
+            // Only an allocation can fail here; the next append retries the same name.
+        }
+        return ec;
+    }
+
+    void seal_main(bool durable) noexcept
+    {
+        if (!main_rotating || main.sealed) return;
+        main.sealed = true;
+        if (main.created) close_main(durable);
+    }
+
+    void reopen_io() noexcept
+    {
+        reopen_ec = {};
+        if (!reopen_requested.exchange(false, std::memory_order_acq_rel)) return;
+        if (main.sealed) return;
+        if (main_rotating) {
+            if (main.created) {
+                reopen_ec = rotate_main();
+            }
+            return;
+        }
+        // One fixed name: the next append opens it again (created anew if it was moved).
+        if (const std::error_code s =
+                appender.close(self.file_path_, self.opts_.durability != Durability::none);
+            s)
+            log(LogLevel::warning, fmt::format("Failed to fsync {} JSONL: {}",
+                                               self.opts_.subject, s.message()));
+        files_closed.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    // Rotates first when due; splits the lines so that no file exceeds rotate_bytes.
+    AppendResult append_main(const Lines& lines) noexcept
+    {
+        if (!main_rotating) return append(self.file_path_, lines);
+        if (main.sealed) {
+            // Closed for good (a write_batch() after close's last hook): nowhere to write.
+            tally.write_error += lines.records;
+            AppendResult r;
+            r.ec = std::make_error_code(std::errc::bad_file_descriptor);
+            r.records_failed = lines.records;
+            return r;
+        }
+        const auto& o = self.opts_;
+        if (main.created && o.rotate_interval.count() > 0 &&
+            clock::now() - main.opened >= o.rotate_interval)
+            rotate_main();
+        if (o.rotate_bytes == 0 || lines.bytes.size() + main.size <= o.rotate_bytes)
+            return append_current(lines);
+        AppendResult total;
+        std::string_view rest = lines.bytes;
+        std::size_t records_left = lines.records, sanitized_left = lines.sanitized;
+        while (!rest.empty()) {
+            if (main.created && main.size >= o.rotate_bytes) rotate_main();
+            const std::uint64_t budget = o.rotate_bytes > main.size ? o.rotate_bytes - main.size : 0;
+            std::size_t take = 0, n = 0;
+            for (;;) {
+                const std::size_t nl = rest.find('\n', take);
+                if (nl == std::string_view::npos) {  // no '\n' at the end: keep it whole
+                    if (take == 0) take = rest.size(), n = 1;
+                    break;
+                }
+                if (nl + 1 > budget && take > 0) break;
+                if (nl + 1 > budget && main.size > 0) break;  // not even one line fits
+                take = nl + 1;
+                ++n;
+                if (take >= budget) break;
+            }
+            if (take == 0) {  // the current file is too full for the next line
+                rotate_main();
+                continue;
+            }
+            if (take == rest.size() || n > records_left) n = records_left;
+            Lines part{rest.substr(0, take), n, std::min(sanitized_left, n)};
+            const AppendResult r = append_current(part);
+            total.attempted = total.attempted || r.attempted;
+            total.records_written += r.records_written;
+            total.records_failed += r.records_failed;
+            total.records_unknown += r.records_unknown;
+            total.landed += r.landed;
+            if (r.ec && !total.ec) total.ec = r.ec;
+            rest.remove_prefix(take);
+            records_left -= n;
+            sanitized_left -= part.sanitized;
+        }
+        return total;
+    }
+
+    AppendResult append_current(const Lines& lines) noexcept
+    {
+        const bool fresh = !main.created;
+        const AppendResult r = append(main.open_path, lines);
+        if (r.attempted) {
+            if (fresh) {
+                main.created = true;
+                main.opened = clock::now();
+                try {
+                    list_file(main.open_path, false);
+                } catch (...) {
+                }
+            }
+            main.size = r.offset + r.landed;
+        }
+        return r;
     }
 
     void notify_space() noexcept
@@ -504,6 +713,8 @@ struct WriterCore::Impl {
         report = CloseReport{self.stats(), drained};
         for (auto& h : close_waiters) complete(std::move(h), error_code{}, *report);
         close_waiters.clear();
+        for (auto& h : reopen_waiters) complete(std::move(h), error_code{});
+        reopen_waiters.clear();
         complete_flushes(0, drained ? error_code{} : error_code(make_error_code(errc::timed_out)));
         wake_drain();
     }
@@ -571,6 +782,15 @@ struct WriterCore::Impl {
                 consumed = w.hooks_->consumed();
             }
             d.complete_flushes(consumed, {});
+            if (d.reopen_requested.load(std::memory_order_acquire) && !d.closing) {
+                // Between batches: the records written so far stay in the closed file.
+                auto waiters = std::move(d.reopen_waiters);
+                d.reopen_waiters.clear();
+                co_await d.on_io(IoTask::reopen);
+                d.rotate_due = d.rotate_due_io;
+                for (auto& h : waiters) d.complete(std::move(h), error_code(d.reopen_ec));
+                continue;
+            }
             if (claimed == consumed) {
                 if (d.closing) {
                     co_await d.on_io(IoTask::finalize);
@@ -585,6 +805,9 @@ struct WriterCore::Impl {
                 const auto empty_for = now - *d.empty_since;
                 auto wait = clock::duration::max();
                 if (d.fsync_due) wait = std::max(clock::duration::zero(), *d.fsync_due - now);
+                if (d.rotate_due)
+                    wait = std::min<clock::duration>(
+                        wait, std::max(clock::duration::zero(), *d.rotate_due - now));
                 const bool idle_armed = w.idle_interval_.count() > 0 && d.active_since_idle;
                 if (idle_armed)
                     wait = std::min<clock::duration>(
@@ -621,6 +844,10 @@ struct WriterCore::Impl {
                     co_await d.on_io(IoTask::sync);
                     d.fsync_due.reset();
                 }
+                if (!ec && d.rotate_due && clock::now() >= *d.rotate_due) {
+                    co_await d.on_io(IoTask::rotate_age);  // an idle file is rotated too
+                    d.rotate_due = d.rotate_due_io;
+                }
                 if (!ec && idle_armed && clock::now() - *d.empty_since >= w.idle_interval_) {
                     bool still_empty = false;
                     if (Guard g{d}) still_empty = w.hooks_->claimed() == consumed;
@@ -649,6 +876,7 @@ struct WriterCore::Impl {
             d.active_since_idle = true;
             co_await d.on_io(IoTask::step);
             d.fsync_due = d.fsync_due_io;  // written by the task, read after its completion
+            d.rotate_due = d.rotate_due_io;
         }
         // Detached (the writer is gone) or abandoned: settle every waiter.
         if (!d.finished) d.finish(d.discarded_at_shutdown.load() == 0);
@@ -689,6 +917,19 @@ struct WriterCore::Impl {
     // Guard for the typed writer's lifetime.
     std::shared_ptr<Life> life = std::make_shared<Life>();
     std::optional<clock::time_point> fsync_due_io;  // I/O task -> strand, via the hop
+    std::optional<clock::time_point> rotate_due_io;  // likewise
+
+    // The default layout's file (I/O thread; set up by start()).
+    std::shared_ptr<FileIo> file_io;
+    bool main_rotating = false;
+    std::string main_prefix;  // <stem>-<host>-<pid>-
+    std::string open_suffix;
+    MainFile main;
+    std::atomic<std::uint64_t> files_closed{0};
+    std::atomic<bool> reopen_requested{false};
+    std::error_code reopen_ec;  // the last reopen's, I/O task -> strand
+    mutable std::mutex files_mu;
+    std::vector<std::filesystem::path> file_list;  // under files_mu
     std::atomic<bool> shutting_down{false};
     std::atomic<std::size_t> discarded_at_shutdown{0};
 
@@ -702,6 +943,8 @@ struct WriterCore::Impl {
     std::atomic<bool> drain_running{false};
     bool closing = false;
     bool finished = false;
+    std::optional<clock::time_point> rotate_due;
+    std::vector<asio::any_completion_handler<void(error_code)>> reopen_waiters;
     bool active_since_idle = false;
     std::optional<clock::time_point> empty_since;  // when the drain first found the queue empty
     // Lingering or polling: the claim position from which a submit wakes the drain.
@@ -740,8 +983,27 @@ void WriterCore::start(const std::function<void()>& before_drain)
         if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
         return;
     }
-    file_path_ = opts_.directory /
-                 fmt::format("{}-{}-{}-{}.jsonl", opts_.stem, host_name(), ::getpid(), utc_stamp());
+    const std::string host = host_name();
+    Impl& d = *impl_;
+    d.file_io = opts_.file_io ? opts_.file_io : posix_file_io();
+    d.open_suffix = opts_.open_suffix.value_or(
+        opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 ? ".open" : "");
+    d.main_rotating = opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 ||
+                      !d.open_suffix.empty();
+    if (d.main_rotating) {
+        d.main_prefix = fmt::format("{}-{}-{}-", opts_.stem, host, ::getpid());
+        d.name_main(0, std::time(nullptr));
+        file_path_ = d.main.final_path;
+    } else {
+        file_path_ = opts_.directory /
+                     fmt::format("{}-{}-{}-{}.jsonl", opts_.stem, host, ::getpid(), utc_stamp());
+    }
+    writer_id_ = fmt::format("{}-{}-{}", host, ::getpid(), next_generation());
+    if (opts_.envelope) {
+        LineBuffer b;
+        JsonLine(b).begin_object().key("writer").string(writer_id_);
+        envelope_writer_.assign(b.data() + 1, b.size() - 1);  // "writer":"…" (escaped)
+    }
     if (before_drain) {
         try {
             before_drain();
@@ -787,6 +1049,42 @@ void WriterCore::shutdown() noexcept
     asio::post(d.strand, [core = shared_from_this()] { core->impl_->wake_drain(); });
 }
 
+std::vector<std::filesystem::path> WriterCore::files() const
+{
+    if (!impl_->main_rotating) {
+        std::vector<std::filesystem::path> one;
+        if (!file_path_.empty()) one.push_back(file_path_);
+        return one;
+    }
+    std::lock_guard lk(impl_->files_mu);
+    return impl_->file_list;
+}
+
+void WriterCore::envelope_open(LineBuffer& buf, const std::uint64_t* seq)
+{
+    if (seq) {
+        static constexpr std::string_view head = "{\"seq\":";
+        buf.append(head.data(), head.data() + head.size());
+        fmt::format_to(std::back_inserter(buf), "{},", *seq);
+    } else {
+        buf.push_back('{');
+    }
+    buf.append(envelope_writer_.data(), envelope_writer_.data() + envelope_writer_.size());
+}
+
+void WriterCore::envelope_close(LineBuffer& buf, std::size_t body)
+{
+    const std::size_t n = buf.size() - body;
+    if (n < 2 || buf[body] != '{' || buf[buf.size() - 1] != '}')
+        throw MalformedRecord("under the envelope a record must be a JSON object");
+    if (n == 2) {  // {} adds nothing to the envelope's members
+        buf.resize(body);
+        buf.push_back('}');
+    } else {
+        buf[body] = ',';
+    }
+}
+
 WriterStats WriterCore::stats() const noexcept
 {
     auto& d = const_cast<Impl&>(*impl_);
@@ -805,6 +1103,7 @@ WriterStats WriterCore::stats() const noexcept
     s.dropped.oldest_evicted = d.evicted.load(std::memory_order_acquire);
     s.dropped.queue_full = d.queue_full.load(std::memory_order_acquire);
     s.dropped.closed = d.closed.load(std::memory_order_acquire);
+    s.files_closed = d.files_closed.load(std::memory_order_relaxed);
     std::uint64_t pushes = 0;
     if (Impl::Guard g{d}) pushes = hooks_ ? hooks_->claimed() : 0;
     else pushes = final_pushes_.load(std::memory_order_acquire);
@@ -878,10 +1177,34 @@ AppendResult WriterCore::append(const std::filesystem::path& path, const Lines& 
     return impl_->append(path, lines);
 }
 
+AppendResult WriterCore::append_main(const Lines& lines) noexcept
+{
+    return impl_->append_main(lines);
+}
+
 AppendResult WriterCore::settle(const Lines& lines, std::uint64_t delivered,
                                 std::uint64_t failed, std::uint64_t delivered_bytes) noexcept
 {
     return impl_->settle(lines, delivered, failed, delivered_bytes);
+}
+
+void WriterCore::async_reopen_impl(asio::any_completion_handler<void(error_code)> h)
+{
+    const State s = state();
+    if (s == State::inert || s == State::disabled) {
+        impl_->complete(std::move(h), error_code{});
+        return;
+    }
+    impl_->reopen_requested.store(true, std::memory_order_release);
+    asio::post(impl_->strand, [core = shared_from_this(), h = std::move(h)]() mutable {
+        Impl& d = *core->impl_;
+        if (d.finished || d.closing) {  // close gives the file its final name anyway
+            d.complete(std::move(h), error_code{});
+            return;
+        }
+        d.reopen_waiters.push_back(std::move(h));
+        d.wake_drain();
+    });
 }
 
 void WriterCore::async_flush_impl(asio::any_completion_handler<void(error_code)> h)

@@ -21,6 +21,9 @@ public:
     virtual int fstat(int fd, struct stat* st) noexcept;
     virtual int fsync(int fd) noexcept;
     virtual int close(int fd) noexcept;
+    // rename(2) that never replaces an existing `to` (renameat2 RENAME_NOREPLACE; fails with
+    // EEXIST instead): the rename of a rotated file.
+    virtual int rename(const char* from, const char* to) noexcept;
 };
 
 // The shared POSIX implementation (stateless).

@@ -51,6 +51,7 @@ public:
     {
         core_->bind(this);
         staging_.reserve(core_->options().batch_records);
+        if (core_->options().envelope) staging_seq_.reserve(core_->options().batch_records);
     }
     JsonlRecordWriter(const JsonlRecordWriter&) = delete;
     JsonlRecordWriter& operator=(const JsonlRecordWriter&) = delete;
@@ -124,9 +125,33 @@ public:
             [core = core_](auto handler) { core->async_close_impl(std::move(handler)); }, token);
     }
 
+    // Closes the default layout's file at the next batch boundary: with an open suffix or
+    // rotation, renames it to its final name and writes on in the next numbered file;
+    // otherwise the next append opens file_path() again — created anew if an external tool
+    // (logrotate without copytruncate) moved it away. For SIGHUP: call it from the handler
+    // of an asio::signal_set. Any thread; never blocks.
+    void reopen() { async_reopen([](error_code) {}); }
+
+    // Like reopen(); completes once the file is closed (and renamed). Signature:
+    // void(jsonlw::error_code): success, or the rename's error (the file then keeps its
+    // open suffix; no record is lost). Completes at once when there is no drain (inert,
+    // disabled, closed).
+    template <class Token>
+    auto async_reopen(Token&& token)
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [core = core_](auto handler) { core->async_reopen_impl(std::move(handler)); }, token);
+    }
+
     WriterStats stats() const noexcept { return core_->stats(); }
-    // The default layout's file (empty before start(), or when inert or disabled).
+    // The default layout's file (empty before start(), or when inert or disabled). With an
+    // open suffix or rotation: the final name of the first file (see files()).
     const std::filesystem::path& file_path() const noexcept { return core_->file_path(); }
+    // The default layout's files so far, oldest first: closed ones by their final name, the
+    // one being written by its current name (with the open suffix). Any thread; copies.
+    std::vector<std::filesystem::path> files() const { return core_->files(); }
+    // The envelope's "writer": <host>-<pid>-<generation> (set by start()).
+    const std::string& writer_id() const noexcept { return core_->writer_id(); }
     const WriterOptions& options() const noexcept { return core_->options(); }
     boost::asio::any_io_executor get_executor() const noexcept { return core_->executor(); }
 
@@ -140,7 +165,7 @@ protected:
     // must end up in exactly one of them (a record neither produces counts as unexpected).
     virtual void write_batch(std::span<const Record> batch)
     {
-        append(file_path(), serialize_batch(batch));
+        core_->append_main(serialize_batch(batch));
     }
 
     // Which other exceptions from serialize() mean "cannot be represented" (default none).
@@ -220,30 +245,46 @@ protected:
 private:
     using Ring = detail::BoundedRing<Record>;
 
+    // The queue position of a staged record (its envelope "seq"); nullptr when `rec` is
+    // not one of the batch's records (a group an override built elsewhere).
+    const std::uint64_t* staged_seq(const Record& rec) const noexcept
+    {
+        const auto at = reinterpret_cast<std::uintptr_t>(&rec);
+        const auto first = reinterpret_cast<std::uintptr_t>(staging_.data());
+        if (at < first) return nullptr;
+        const std::size_t i = (at - first) / sizeof(Record);
+        return i < staging_seq_.size() ? &staging_seq_[i] : nullptr;
+    }
+
     template <class Range, class Deref>
     Lines serialize_each(const Range& group, Deref deref)
     {
         LineBuffer& buf = core_->line_buffer();
         buf.clear();
         Lines out;
+        const bool envelope = core_->options().envelope;
         for (const auto& item : group) {
             const Record& rec = deref(item);
+            const std::size_t at = buf.size();
+            if (envelope) core_->envelope_open(buf, staged_seq(rec));
+            const std::size_t body = buf.size();
             JsonLine line(buf);
             try {
                 serialize(rec, line);
                 if (line.view().empty()) throw MalformedRecord("serialize() wrote nothing");
+                if (envelope) core_->envelope_close(buf, body);
                 buf.push_back('\n');
                 ++out.records;
                 out.sanitized += line.sanitized() ? 1 : 0;
             } catch (const MalformedRecord& e) {
-                line.discard();
+                buf.resize(at);
                 core_->on_malformed(e.what());
             } catch (const std::exception& e) {
-                line.discard();
+                buf.resize(at);
                 if (malformed_error(e)) core_->on_malformed(e.what());
                 else core_->on_unexpected(detail::Stage::serialize, e.what());
             } catch (...) {
-                line.discard();
+                buf.resize(at);
                 core_->on_unexpected(detail::Stage::serialize, "unknown exception");
             }
         }
@@ -367,10 +408,13 @@ private:
     std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept override
     {
         std::size_t bytes = 0;
-        // staging_ holds batch_records already: push_back does not allocate (nor throw).
-        const auto take = [&](Record&& r) noexcept {
+        const bool envelope = core_->options().envelope;
+        // staging_ (and staging_seq_) hold batch_records already: push_back does not
+        // allocate (nor throw).
+        const auto take = [&](Record&& r, std::uint64_t pos) noexcept {
             bytes += record_bytes(r);
             staging_.push_back(std::move(r));
+            if (envelope) staging_seq_.push_back(pos);
         };
         while (staging_.size() < max_records && bytes < max_bytes && ring_.try_pop_into(take)) {
         }
@@ -386,6 +430,7 @@ private:
             core_->on_unexpected(detail::Stage::write, "unknown exception");
         }
         staging_.clear();
+        staging_seq_.clear();
     }
     void closing_io() noexcept override
     {
@@ -423,7 +468,8 @@ private:
     std::shared_ptr<detail::WriterCore> core_;
     std::atomic<bool> close_requested_{false};
     Ring ring_;
-    std::vector<Record> staging_;  // I/O thread only
+    std::vector<Record> staging_;            // I/O thread only
+    std::vector<std::uint64_t> staging_seq_;  // their queue positions, under envelope
 };
 
 }  // namespace jsonlw

@@ -66,6 +66,27 @@ struct WriterOptions {
     // batch_records) is waiting. A record may wait up to idle_poll for the drain.
     // 0: park at once (the first submit after the queue emptied posts a wake-up).
     std::chrono::microseconds idle_poll{1000};
+
+    // --- Files for shippers and loaders (docs/shipping.md) ---
+    // Rotation applies to the default layout (one file per writer); a write_batch() override
+    // with a layout of its own (the raw-output and request-trace writers) ignores it.
+    // Rotate once the file holds this many bytes (0: never). A batch is split at line
+    // boundaries so that no file exceeds it; a single longer line gets a file of its own.
+    std::uint64_t rotate_bytes = 0;
+    // Rotate once the file has been open this long, whether records arrive or not (0: never).
+    std::chrono::milliseconds rotate_interval{0};
+    // The suffix the file being written carries until it is closed or rotated, when a rename
+    // drops it ("….jsonl.open" -> "….jsonl"): loaders that glob *.jsonl never read a file
+    // still being written. Default (nullopt): ".open" when rotate_bytes or rotate_interval
+    // is set, none otherwise. With a suffix or rotation, files are numbered:
+    // <stem>-<host>-<pid>-<UTC at open>-<000000, 000001, …>.jsonl.
+    std::optional<std::string> open_suffix{};
+    // Begin every line with {"seq":N,"writer":"<host>-<pid>-<generation>", …}: seq counts
+    // the records the queue accepted (0, 1, 2, … per writer), so over the collected files
+    // max(seq) + 1 - count(*) per writer equals the records the writer dropped after
+    // accepting them (stats().dropped.after_accept()) and makes every file's first line
+    // unique. A record that does not serialize to a JSON object is then malformed.
+    bool envelope = false;
 };
 
 }  // namespace jsonlw

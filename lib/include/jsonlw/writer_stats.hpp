@@ -20,6 +20,9 @@ struct DropCounts {
         return queue_full + oldest_evicted + malformed + write_error + shutdown + unexpected +
                closed;
     }
+    // Drops of records the queue had accepted (and numbered, under WriterOptions::envelope):
+    // all but queue_full and closed, which submit() refused and returned to its caller.
+    std::uint64_t after_accept() const noexcept { return total() - queue_full - closed; }
     friend bool operator==(const DropCounts&, const DropCounts&) = default;
 };
 
@@ -35,6 +38,7 @@ struct WriterStats {
                                   // part-way, or still running when close() gave up on it
     std::uint64_t pending = 0;    // queued or being written
     DropCounts dropped;
+    std::uint64_t files_closed = 0;  // files of the default layout closed by rotate or reopen
 
     friend bool operator==(const WriterStats&, const WriterStats&) = default;
 };

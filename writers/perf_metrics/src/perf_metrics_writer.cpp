@@ -46,6 +46,10 @@ WriterOptions PerfMetricsWriter::writer_options(std::filesystem::path directory,
     o.log = std::move(extra.log);
     o.io_executor = std::move(extra.io_executor);
     o.file_io = std::move(extra.file_io);
+    o.rotate_bytes = extra.rotate_bytes;
+    o.rotate_interval = extra.rotate_interval;
+    o.open_suffix = std::move(extra.open_suffix);
+    o.envelope = extra.envelope;
     return o;
 }
 

@@ -50,6 +50,7 @@ WriterOptions writer_options(const RawOutputOptions& o)
     w.log = o.log;
     w.io_executor = o.io_executor;
     w.file_io = o.file_io;
+    w.envelope = o.envelope;
     return w;
 }
 

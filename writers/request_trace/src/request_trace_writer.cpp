@@ -40,6 +40,7 @@ WriterOptions base_options(const RequestTraceOptions& o)
     w.log = o.log;
     w.io_executor = o.io_executor;
     w.file_io = o.file_io;
+    w.envelope = o.envelope;
     return w;
 }
 

@@ -90,7 +90,8 @@ public:
         return out;
     }
 
-    // Like try_pop(), but hands the record to `take(T&&)` (which must not throw) in its cell,
+    // Like try_pop(), but hands the record to `take(T&&)` — or `take(T&&, pos)`, with the
+    // sequence number try_push() returned for it — (which must not throw) in its cell,
     // saving a move; returns whether there was one.
     template <class Take>
     bool try_pop_into(Take&& take) noexcept
@@ -103,7 +104,10 @@ public:
                 if (head_.compare_exchange_weak(p, p + 1, std::memory_order_seq_cst,
                                                 std::memory_order_relaxed)) {
                     T* v = std::launder(reinterpret_cast<T*>(c.storage));
-                    take(std::move(*v));
+                    if constexpr (std::is_invocable_v<Take&, T&&, std::uint64_t>)
+                        take(std::move(*v), p);
+                    else
+                        take(std::move(*v));
                     v->~T();
                     c.seq.store(p + cells_count_, std::memory_order_release);
                     return true;

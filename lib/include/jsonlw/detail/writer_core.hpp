@@ -20,7 +20,9 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <string>
 #include <system_error>
+#include <vector>
 
 namespace jsonlw::detail {
 
@@ -79,6 +81,8 @@ public:
     }
     const WriterOptions& options() const noexcept { return opts_; }
     const std::filesystem::path& file_path() const noexcept { return file_path_; }
+    std::vector<std::filesystem::path> files() const;
+    const std::string& writer_id() const noexcept { return writer_id_; }
     const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
     WriterStats stats() const noexcept;
 
@@ -104,6 +108,15 @@ public:
     void on_malformed(std::string_view what) noexcept;
     void on_unexpected(Stage stage, std::string_view what) noexcept;
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
+    // The default layout: appends to the current file, rotating it first when due (and
+    // splitting `lines` at line boundaries under rotate_bytes).
+    AppendResult append_main(const Lines& lines) noexcept;
+    // WriterOptions::envelope, around serialize(): open writes {"seq":N,"writer":"…" (no
+    // seq when `seq` is null) at the end of `buf`; close joins it with the record's object,
+    // which begins at `body` (the first byte after it) — or throws MalformedRecord when the
+    // record is not an object.
+    void envelope_open(LineBuffer& buf, const std::uint64_t* seq);
+    void envelope_close(LineBuffer& buf, std::size_t body);
     // Counts lines a write_batch sent somewhere other than a file: `delivered` (of
     // delivered_bytes) as written, `failed` as write_error, the rest of lines.records as
     // unknown. Logs nothing.
@@ -112,6 +125,7 @@ public:
 
     // --- async operations (any thread); completion on the handler's associated executor ---
     void async_flush_impl(boost::asio::any_completion_handler<void(error_code)> h);
+    void async_reopen_impl(boost::asio::any_completion_handler<void(error_code)> h);
     void async_close_impl(
         boost::asio::any_completion_handler<void(error_code, CloseReport)> h);
 
@@ -124,6 +138,8 @@ private:
     const boost::asio::any_io_executor ex_;
     QueueHooks* hooks_ = nullptr;
     std::filesystem::path file_path_;
+    std::string writer_id_;
+    std::string envelope_writer_;  // ,"writer":"<id>" (escaped once, at start)
     std::chrono::milliseconds idle_interval_{0};
     LineBuffer line_buffer_;
     std::atomic<State> state_{State::created};

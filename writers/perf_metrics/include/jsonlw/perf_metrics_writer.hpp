@@ -38,6 +38,12 @@ struct PerfMetricsOptions {
     std::optional<boost::asio::any_io_executor> io_executor{};
     // System-call seam for appends (default: POSIX); tests inject faults through it.
     std::shared_ptr<FileIo> file_io{};
+    // Files for shippers (WriterOptions, docs/shipping.md): rotation by size and age, the
+    // open suffix, the {"seq","writer"} envelope. Defaults: off, as TensorRT-LLM's writer.
+    std::uint64_t rotate_bytes = 0;
+    std::chrono::milliseconds rotate_interval{0};
+    std::optional<std::string> open_suffix{};
+    bool envelope = false;
 };
 
 class PerfMetricsWriter final : public JsonlRecordWriter<PerfMetricsRecord> {

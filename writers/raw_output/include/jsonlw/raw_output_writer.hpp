@@ -51,6 +51,8 @@ struct RawOutputOptions {
     LogSink log{};  // also called from the caller's thread, for the hook's own warnings
     std::optional<boost::asio::any_io_executor> io_executor{};
     std::shared_ptr<FileIo> file_io{};
+    // The {"seq","writer"} envelope for loss detection downstream (docs/shipping.md).
+    bool envelope = false;
 };
 
 // What the hook side did (the base's stats() count what reached the writer's queue).

@@ -49,6 +49,8 @@ struct RequestTraceOptions {
     std::shared_ptr<FileIo> file_io{};
     // Where serialization and appends run (default: a thread the writer owns).
     std::optional<boost::asio::any_io_executor> io_executor{};
+    // The {"seq","writer"} envelope for loss detection downstream (docs/shipping.md).
+    bool envelope = false;
 };
 
 // What record_request()/record_response() report: the base's SubmitResult.
