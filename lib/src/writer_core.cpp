@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -554,6 +555,39 @@ struct WriterCore::Impl {
         if (main.created) close_main(durable);
     }
 
+    // Files of this stem and host still carrying the open suffix, left by a process that no
+    // longer runs (a crash, a kill -9): renamed to their final name so they get shipped.
+    // A torn last line stays as it is (the loader's error, or `jsonlw validate`, shows it).
+    void seal_stale() noexcept
+    {
+        if (open_suffix.empty()) return;
+        const std::string head = fmt::format("{}-{}-", self.opts_.stem, host_name());
+        const std::string tail = ".jsonl" + open_suffix;
+        std::size_t sealed = 0;
+        std::error_code ec;
+        for (std::filesystem::directory_iterator it(self.opts_.directory, ec), end; !ec && it != end;
+             it.increment(ec)) {
+            const std::string name = it->path().filename().string();
+            if (name.size() <= head.size() + tail.size() || name.compare(0, head.size(), head) != 0 ||
+                name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+                continue;
+            // <head><pid>-…: the pid of the writer that opened it.
+            pid_t pid = 0;
+            std::size_t i = head.size();
+            for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && pid < 4194304; ++i)
+                pid = pid * 10 + (name[i] - '0');
+            if (i == head.size() || i >= name.size() || name[i] != '-' || pid <= 0) continue;
+            if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive
+            std::filesystem::path final_path = it->path();
+            final_path.replace_filename(name.substr(0, name.size() - open_suffix.size()));
+            if (file_io->rename(it->path().c_str(), final_path.c_str()) == 0) ++sealed;
+        }
+        if (sealed > 0)
+            log(LogLevel::info,
+                fmt::format("Renamed {} {} JSONL file(s) left open by ended processes to .jsonl",
+                            sealed, self.opts_.subject));
+    }
+
     void reopen_io() noexcept
     {
         reopen_ec = {};
@@ -994,6 +1028,7 @@ void WriterCore::start(const std::function<void()>& before_drain)
         d.main_prefix = fmt::format("{}-{}-{}-", opts_.stem, host, ::getpid());
         d.name_main(0, std::time(nullptr));
         file_path_ = d.main.final_path;
+        d.seal_stale();
     } else {
         file_path_ = opts_.directory /
                      fmt::format("{}-{}-{}-{}.jsonl", opts_.stem, host, ::getpid(), utc_stamp());

@@ -21,6 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace jsonlw_test;
 using jsonlw::LogLevel;
 using jsonlw::SubmitResult;
@@ -533,4 +536,38 @@ TEST_CASE("The envelope also numbers the records of a per-key layout (serialize_
         for (const auto& l : read_lines(dir / key / "part.jsonl"))
             CHECK(member_int(l, "seq") == json_id(l).value());
     }
+}
+
+TEST_CASE("start() renames the .open files a crashed process of this stem and host left, and leaves those of live processes and other hosts alone",
+          "[integration][rotation][crash]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    char host[256] = {};
+    REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+    // A pid that has ended: a child that exited and was reaped.
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    REQUIRE(child > 0);
+    REQUIRE(::waitpid(child, nullptr, 0) == child);
+    const std::string dead = fmt::format("test-{}-{}-20260101T000000Z-000003.jsonl.open", host, child);
+    const std::string live = fmt::format("test-{}-{}-20260101T000000Z-000000.jsonl.open", host, ::getppid());
+    const std::string other = fmt::format("test-elsewhere.example-{}-20260101T000000Z-000000.jsonl.open", child);
+    const std::string stem = fmt::format("other-{}-{}-20260101T000000Z-000000.jsonl.open", host, child);
+    for (const auto& n : {dead, live, other, stem}) write_file(dir / n, "{\"id\":1}\n");
+
+    auto o = test_options(dir.path(), logs);
+    o.rotate_bytes = 1 << 20;
+    TestWriter w(loop.executor(), o);
+    w.start();
+    loop.start();
+    INFO(logs.dump());
+    CHECK(fs::exists(dir / dead.substr(0, dead.size() - 5)));
+    CHECK(!fs::exists(dir / dead));
+    CHECK(fs::exists(dir / live));
+    CHECK(fs::exists(dir / other));
+    CHECK(fs::exists(dir / stem));
+    CHECK(logs.count(LogLevel::info, "Renamed 1 test JSONL file(s) left open by ended processes") == 1);
+    close(w);
 }

@@ -79,7 +79,9 @@ struct WriterOptions {
     // drops it ("….jsonl.open" -> "….jsonl"): loaders that glob *.jsonl never read a file
     // still being written. Default (nullopt): ".open" when rotate_bytes or rotate_interval
     // is set, none otherwise. With a suffix or rotation, files are numbered:
-    // <stem>-<host>-<pid>-<UTC at open>-<000000, 000001, …>.jsonl.
+    // <stem>-<host>-<pid>-<UTC at open>-<000000, 000001, …>.jsonl. start() also renames the
+    // files of this stem and host that a process no longer running left with the suffix (a
+    // crash), so they get shipped too.
     std::optional<std::string> open_suffix{};
     // Begin every line with {"seq":N,"writer":"<host>-<pid>-<generation>", …}: seq counts
     // the records the queue accepted (0, 1, 2, … per writer), so over the collected files
