@@ -537,7 +537,7 @@ struct WriterCore::Impl {
 
     std::error_code rotate_main() noexcept
     {
-        if (!main.created) return {};
+        if (!main.created || appender.inherited_by_fork()) return {};
         const std::error_code ec = close_main(self.opts_.durability != Durability::none);
         files_closed.fetch_add(1, std::memory_order_relaxed);
         try {
@@ -550,7 +550,8 @@ struct WriterCore::Impl {
 
     void seal_main(bool durable) noexcept
     {
-        if (!main_rotating || main.sealed) return;
+        // A forked child's copy of the writer must not rename the parent's file under it.
+        if (!main_rotating || main.sealed || appender.inherited_by_fork()) return;
         main.sealed = true;
         if (main.created) close_main(durable);
     }
@@ -1230,13 +1231,14 @@ void WriterCore::async_reopen_impl(asio::any_completion_handler<void(error_code)
         impl_->complete(std::move(h), error_code{});
         return;
     }
-    impl_->reopen_requested.store(true, std::memory_order_release);
     asio::post(impl_->strand, [core = shared_from_this(), h = std::move(h)]() mutable {
         Impl& d = *core->impl_;
         if (d.finished || d.closing) {  // close gives the file its final name anyway
             d.complete(std::move(h), error_code{});
             return;
         }
+        // Request and waiter together, on the strand: the drain takes both at once.
+        d.reopen_requested.store(true, std::memory_order_release);
         d.reopen_waiters.push_back(std::move(h));
         d.wake_drain();
     });

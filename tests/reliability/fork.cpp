@@ -112,3 +112,55 @@ TEST_CASE("after fork() a writer inherited by the child never writes into the pa
     w.async_close([&](jsonlw::error_code, jsonlw::CloseReport) { closed = true; });
     CHECK(drive(loop, io, [&] { return closed; }));
 }
+
+TEST_CASE("after fork() a child closing or reopening its inherited rotating writer never renames the parent's open file",
+          "[reliability][fork][rotation]")
+{
+    TempDir dir;
+    LogCapture logs;
+    asio::io_context loop, io;
+    auto o = test_options(dir.path(), logs);
+    o.io_executor = io.get_executor();
+    o.open_suffix = ".open";
+    TestWriter w(loop.get_executor(), o);
+    w.start();
+    for (int i = 0; i < 3; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    REQUIRE(drive(loop, io, [&] { return w.stats().written == 3; }));
+    const auto files = w.files();
+    REQUIRE(files.size() == 1);
+    const auto open_file = files.front();
+    REQUIRE(open_file.extension() == ".open");
+
+    loop.notify_fork(asio::execution_context::fork_prepare);
+    io.notify_fork(asio::execution_context::fork_prepare);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        loop.notify_fork(asio::execution_context::fork_child);
+        io.notify_fork(asio::execution_context::fork_child);
+        int code = 0;
+        bool reopened = false, closed = false;
+        w.async_reopen([&](jsonlw::error_code) { reopened = true; });
+        if (!drive(loop, io, [&] { return reopened; })) code |= 1;
+        w.async_close([&](jsonlw::error_code, jsonlw::CloseReport) { closed = true; });
+        if (!drive(loop, io, [&] { return closed; })) code |= 2;
+        if (!std::filesystem::exists(open_file)) code |= 4;
+        ::_exit(code);
+    }
+    loop.notify_fork(asio::execution_context::fork_parent);
+    io.notify_fork(asio::execution_context::fork_parent);
+    int status = 0;
+    REQUIRE(wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }));
+    REQUIRE(WIFEXITED(status));
+    INFO("child exit code bits: 1 reopen, 2 close did not complete, 4 the parent's file was renamed");
+    CHECK(WEXITSTATUS(status) == 0);
+
+    // The parent's file is still open under its name; the parent closes it itself.
+    CHECK(std::filesystem::exists(open_file));
+    REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);
+    bool closed = false;
+    w.async_close([&](jsonlw::error_code, jsonlw::CloseReport) { closed = true; });
+    REQUIRE(drive(loop, io, [&] { return closed; }));
+    CHECK(!std::filesystem::exists(open_file));
+    CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
+}
