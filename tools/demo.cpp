@@ -7,10 +7,18 @@
 // The *engine* is a thread running the decode loop: it admits up to --concurrency requests,
 // builds each step's seeded synthetic logits, samples a token per row, and hands the step to
 // the snapshot stage (CUDA when a GPU is present, else the CPU), never waiting on the server.
+//
+// For shippers (docs/shipping.md): --envelope numbers every line per writer and writes
+// writers.json after close; --rotate-bytes/--rotate-interval-ms rotate the perf-metrics file;
+// --kafka also sends every line the writers append through KafkaJsonWriter to an in-process
+// mock cluster and reads it back.
 #include "commands.hpp"
+#include "demo_kafka.hpp"
 #include "demo_options.hpp"
 #include "progress.hpp"
 
+#include <jsonlw/file_io.hpp>
+#include <jsonlw/json_line.hpp>
 #include <jsonlw/perf_metrics_writer.hpp>
 #include <jsonlw/raw_output_snapshot.hpp>
 #include <jsonlw/raw_output_writer.hpp>
@@ -22,7 +30,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <fmt/format.h>
 
@@ -35,13 +42,18 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -94,13 +106,20 @@ struct EngineRequest {
     std::int32_t prev = 0;
 };
 
+// The three writers' folders under --out, in the order of the summary's rows (writers.json
+// and the Kafka topics use them as the kind's name).
+constexpr auto& kinds = demo_kinds;
+
+
 class Demo {
 public:
     explicit Demo(const DemoOptions& o)
         : o_(o),
-          raw_(loop_.get_executor(), raw_options(o)),
-          trace_(loop_.get_executor(), RequestTraceOptions{.directory = o.out / "request_trace"}),
-          perf_(loop_.get_executor(), o.out / "perf_metrics", "server"),
+          kafka_(o.kafka ? std::make_unique<KafkaShip>(loop_.get_executor()) : nullptr),
+          raw_(loop_.get_executor(), raw_options(o, tee("raw_output"))),
+          trace_(loop_.get_executor(), trace_options(o, tee("request_trace"))),
+          perf_(loop_.get_executor(), o.out / "perf_metrics", "server",
+                perf_options(o, tee("perf_metrics"))),
           arrival_timer_(loop_),
           server_rng_(o.seed ^ 0x5eedu)
     {
@@ -120,6 +139,7 @@ public:
 
     int run(const ProgressOptions& progress_options)
     {
+        if (kafka_) kafka_->start();  // before the file writers: their first line is teed
         raw_.start();
         trace_.start();
         perf_.start();
@@ -137,22 +157,57 @@ public:
         // Every enqueued step has reached the loop (and was handled above); close the writers.
         stage_->drain(std::chrono::seconds(10));
         loop_.restart();
-        auto raw_close = raw_.async_close(asio::use_future);
-        auto trace_close = trace_.async_close(asio::use_future);
-        auto perf_close = perf_.async_close(asio::use_future);
-        loop_.run();
-        const CloseReport reports[] = {raw_close.get(), trace_close.get(), perf_close.get()};
+        CloseReport reports[3];
+        int open_writers = 3;
+        // The producers close after the file writers: by then every line has been teed.
+        const auto closed = [&](int i) {
+            return [&, i](error_code, CloseReport r) {
+                reports[i] = std::move(r);
+                if (--open_writers == 0 && kafka_) kafka_->close();
+            };
+        };
+        raw_.async_close(closed(0));
+        trace_.async_close(closed(1));
+        perf_.async_close(closed(2));
+        loop_.run();  // close handlers run here, on this thread
         return summarize(seconds, reports);
     }
 
 private:
-    static RawOutputOptions raw_options(const DemoOptions& o)
+    std::shared_ptr<FileIo> tee(std::string_view kind) const
+    {
+        return kafka_ ? kafka_->tee(kind) : nullptr;  // null: the writers' POSIX default
+    }
+
+    static RawOutputOptions raw_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
     {
         RawOutputOptions r;
         r.directory = o.out / "raw_output";
         r.max_pending = o.concurrency * 4 + 64;
         r.queue_capacity = 4096;
+        r.file_io = std::move(io);
+        r.envelope = o.envelope;
         return r;
+    }
+
+    static RequestTraceOptions trace_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
+    {
+        RequestTraceOptions r;
+        r.directory = o.out / "request_trace";
+        r.file_io = std::move(io);
+        r.envelope = o.envelope;
+        return r;
+    }
+
+    // Rotation is the perf-metrics writer's alone: the other two write hour folders.
+    static PerfMetricsOptions perf_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
+    {
+        PerfMetricsOptions p;
+        p.file_io = std::move(io);
+        p.rotate_bytes = o.rotate_bytes;
+        p.rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms);
+        p.envelope = o.envelope;
+        return p;
     }
 
     // --- the server side (the loop's thread) --------------------------------------------
@@ -453,6 +508,8 @@ private:
                     (unsigned long long)st.captured_rows, (unsigned long long)st.dropped_steps,
                     (unsigned long long)st.first_gen_rows, (unsigned long long)st.first_gen_dropped,
                     (unsigned long long)lost_tokens_);
+        if (kafka_ && !kafka_->summarize(o_.out)) lost = true;
+        if (o_.envelope && !write_writers_json(reports)) lost = true;
         std::printf("\nfiles under %s:\n", o_.out.c_str());
         std::vector<std::filesystem::path> files;
         for (const auto& e : std::filesystem::recursive_directory_iterator(o_.out))
@@ -465,8 +522,49 @@ private:
         return lost ? 1 : 0;
     }
 
+    // With --envelope: <out>/writers.json, what each writer says it wrote and dropped, so
+    // that a loader of the collected files can check per writer that
+    // max(seq) + 1 - count(*) == dropped_after_accept (a gap: lines lost after the writer).
+    bool write_writers_json(const CloseReport (&reports)[3]) const
+    {
+        const std::string* ids[] = {&raw_.writer_id(), &trace_.writer_id(), &perf_.writer_id()};
+        LineBuffer buf;
+        JsonLine j(buf);
+        j.begin_array();
+        for (std::size_t i = 0; i < 3; ++i) {
+            const WriterStats& s = reports[i].stats;
+            j.begin_object()
+                .field("kind", kinds[i])
+                .field("writer", *ids[i])
+                .field("submitted", s.submitted)
+                .field("written", s.written)
+                .field("dropped_after_accept", s.dropped.after_accept())
+                .field("unknown", s.unknown);
+            // The single-file layout's files, relative to --out (the hour-folder writers
+            // have no such list).
+            if (std::string_view(kinds[i]) == "perf_metrics") {
+                j.key("files").begin_array();
+                for (const auto& f : perf_.files()) j.string(f.lexically_relative(o_.out).string());
+                j.end_array();
+            }
+            j.end_object();
+        }
+        j.end_array();
+        buf.push_back('\n');
+        const auto path = o_.out / "writers.json";
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        f.write(buf.data(), std::streamsize(buf.size()));
+        f.close();
+        if (!f) {
+            std::fprintf(stderr, "jsonlw demo: cannot write %s\n", path.c_str());
+            return false;
+        }
+        return true;
+    }
+
     DemoOptions o_;
     asio::io_context loop_;
+    std::unique_ptr<KafkaShip> kafka_;  // --kafka; outlives the file writers that feed it
     RawOutputWriter raw_;
     RequestTraceWriter trace_;
     PerfMetricsWriter perf_;
@@ -501,10 +599,18 @@ int demo_main(std::span<char*> args)
         std::fprintf(stderr, "jsonlw demo: %s (see jsonlw --help)\n", error.c_str());
         return 2;
     }
+    if (o.kafka && !JSONLW_HAVE_KAFKA) {
+        std::fprintf(stderr, "jsonlw demo: --kafka: this jsonlw was built without Kafka "
+                             "(librdkafka not found; rebuild with librdkafka-dev installed)\n");
+        return 2;
+    }
     std::error_code ec;
     // An earlier demo's output in the same place is replaced: appending to it would mix two
-    // runs in one report. Only the demo's own three folders are removed.
-    for (const char* sub : {"raw_output", "request_trace", "perf_metrics"}) {
+    // runs in one report. Only the demo's own three folders (and writers.json) are removed.
+    const auto writers_json = o.out / "writers.json";
+    if (std::filesystem::is_regular_file(writers_json, ec))
+        std::filesystem::remove(writers_json, ec);
+    for (const char* sub : kinds) {
         const auto dir = o.out / sub;
         if (!std::filesystem::exists(dir, ec)) continue;
         std::filesystem::remove_all(dir, ec);

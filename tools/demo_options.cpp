@@ -79,6 +79,18 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
         } else if (a == "--first-gen-every") {
             if (!value(v)) return false;
             if (!number(v, o.first_gen_every)) return bad();
+        } else if (a == "--envelope") {
+            o.envelope = true;
+        } else if (a == "--rotate-bytes") {
+            if (!value(v)) return false;
+            if (!number(v, o.rotate_bytes)) return bad();
+        } else if (a == "--rotate-interval-ms") {
+            if (!value(v)) return false;
+            // Bounded so that the milliseconds fit the writer's duration type with room.
+            if (!number(v, o.rotate_interval_ms) || o.rotate_interval_ms > 365ull * 86'400'000)
+                return bad();
+        } else if (a == "--kafka") {
+            o.kafka = true;
         } else {
             error = "unknown argument " + std::string(a);
             return false;

@@ -26,6 +26,14 @@ struct DemoOptions {
     std::uint32_t step_us = 1000;      // --step-us U: the model's forward pass per decode step
     std::uint32_t first_gen_every = 10;  // --first-gen-every N: whole first-token rows of every
                                          // Nth request (0: none)
+    // Files for shippers (docs/shipping.md):
+    bool envelope = false;             // --envelope: {"seq","writer"} on every line of all three
+                                       // writers, and <out>/writers.json after close
+    std::uint64_t rotate_bytes = 0;    // --rotate-bytes N: the perf-metrics file rotates past N
+                                       // bytes (0: never)
+    std::uint64_t rotate_interval_ms = 0;  // --rotate-interval-ms N: ... or after N ms (0: never)
+    bool kafka = false;                // --kafka: also ship every line through KafkaJsonWriter
+                                       // to an in-process mock cluster, and read it back
 };
 
 // Parses the arguments after "demo". On an error returns false with a one-line reason.

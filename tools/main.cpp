@@ -26,7 +26,8 @@ errors go to stderr.
 
 constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] [--concurrency C] [--vocab V] [--seed S]
             [--out DIR] [--backend auto|cpu|cuda] [--dtype bf16|f16|f32] [--tokens MIN-MAX]
-            [--top-k K] [--step-us U] [--first-gen-every N]
+            [--top-k K] [--step-us U] [--first-gen-every N] [--envelope]
+            [--rotate-bytes N] [--rotate-interval-ms N] [--kafka]
   A simulated LLM server: requests arrive on an Asio loop, an engine thread decodes them and
   runs the token/logit snapshot stage on every step; the perf-metrics, raw-output and
   request-trace writers write under DIR, then it reports on them as `jsonlw report DIR` does.
@@ -45,8 +46,22 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
     --step-us U         the simulated forward pass per decode step (default 1000)
     --first-gen-every N capture the first token's whole logits row of every Nth request
                         (default 10; 0: never)
-  exit status: 0 ok; 1 a writer lost records or the report found malformed lines;
-               2 bad arguments
+    --envelope          begin every line of all three writers with {"seq":N,"writer":ID,...}
+                        (seq: 0, 1, 2, ... per writer) and write DIR/writers.json after
+                        close: per writer its kind, writer ID, submitted, written,
+                        dropped_after_accept, unknown, and (perf metrics) its files, so that
+                        max(seq) + 1 - count(*) per writer can be checked against it
+    --rotate-bytes N    rotate the perf-metrics file once it holds N bytes (default 0: never);
+                        the file being written ends in .open until it is rotated or closed
+    --rotate-interval-ms N  ... or once it has been open N ms (default 0: never)
+    --kafka             also send every line the writers append through KafkaJsonWriter, a
+                        topic per writer (jsonlw.raw_output, ...), to an in-process mock
+                        Kafka cluster; a consumer reads every topic back from its start, and
+                        the demo prints per topic: submitted, delivered, failed, consumed,
+                        and whether the topic holds exactly the files' lines. Needs a jsonlw
+                        built with librdkafka (exit status 2 otherwise)
+  exit status: 0 ok; 1 a writer lost records, a line did not reach Kafka (--kafka), or the
+               report found malformed lines; 2 bad arguments
 )";
 
 constexpr std::string_view report_help = R"(jsonlw report DIR [--html FILE] [--json] [--jobs N] [--quiet] [--verify-logits]

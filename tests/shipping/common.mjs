@@ -14,7 +14,8 @@ and, per envelope "writer", computes max(seq) + 1 - count(DISTINCT seq): the rec
 accepted but that are not in the files. Fails when a *.open file is left, a line has no
 envelope, a (writer, seq) appears twice, two files start with the same line, or, given
 EXPECTED.json, a writer's count differs from the expected one. EXPECTED.json is
-{"<writer>": drops, ...} or write_files' output (its "expected_lost").`;
+{"<writer>": drops, ...}, write_files' output (its "expected_lost"), or the writers.json of
+\`jsonlw demo --envelope\` (an array of {writer, dropped_after_accept, unknown}).`;
 }
 
 export function parseArgs(name, argv) {
@@ -38,7 +39,9 @@ export function parseArgs(name, argv) {
   }
   if (rest.length === 2) {
     const json = JSON.parse(readFileSync(rest[1], 'utf8'));
-    args.expected = json.expected_lost ?? json;
+    args.expected = Array.isArray(json)
+      ? Object.fromEntries(json.map((w) => [w.writer, w.dropped_after_accept + w.unknown]))
+      : json.expected_lost ?? json;
   }
   return args;
 }

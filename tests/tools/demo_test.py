@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Runs `jsonlw demo` small and fast, then checks what it wrote with the other two commands:
 all three record kinds are there, `validate` accepts every file, and `report` counts exactly
-what the writers' own counters (the demo's table) say they wrote.
+what the writers' own counters (the demo's table) say they wrote. Then the shipping options:
+--envelope with --rotate-bytes (numbered lines without gaps, rotated perf-metrics files,
+writers.json agreeing with them) and --kafka (every line delivered and read back; skipped
+when the binary was built without librdkafka).
 
 Usage: demo_test.py JSONLW
 """
@@ -88,5 +91,84 @@ with tempfile.TemporaryDirectory() as tmp:
     bad = subprocess.run([JSONLW, "demo", "--requests", "0"], capture_output=True, text=True,
                          timeout=30)
     expect("bad arguments exit 2", bad.returncode == 2, bad.stderr)
+    bad = subprocess.run([JSONLW, "demo", "--rotate-bytes", "many"], capture_output=True,
+                         text=True, timeout=30)
+    expect("a bad --rotate-bytes exits 2", bad.returncode == 2, bad.stderr)
+
+    # --envelope --rotate-bytes: numbered lines, rotated perf-metrics files, writers.json.
+    out_env = os.path.join(tmp, "envelope")
+    small = [JSONLW, "demo", "--requests", "150", "--rate", "5000", "--step-us", "200",
+             "--concurrency", "16", "--vocab", "4096", "--tokens", "4-24", "--first-gen-every", "10",
+             "--backend", "cpu"]
+    p = subprocess.run(small + ["--out", out_env, "--envelope", "--rotate-bytes", "20000"],
+                       capture_output=True, text=True, timeout=120)
+    expect("demo --envelope --rotate-bytes exits 0", p.returncode == 0,
+           f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    everything = glob.glob(os.path.join(out_env, "**", "*"), recursive=True)
+    expect("no .open file is left after close", not [f for f in everything if f.endswith(".open")],
+           str(everything))
+    perf_files = sorted(glob.glob(os.path.join(out_env, "perf_metrics", "*.jsonl")))
+    expect("the perf-metrics file rotated into several", len(perf_files) >= 3, str(perf_files))
+    expect("... none over 20000 bytes", all(os.path.getsize(f) <= 20000 for f in perf_files),
+           str([os.path.getsize(f) for f in perf_files]))
+    seqs = {}  # writer -> its lines' seq values
+    first_keys_ok = True
+    for f in glob.glob(os.path.join(out_env, "**", "*.jsonl"), recursive=True):
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                keys = list(rec)[:2]
+                if keys != ["seq", "writer"] or not isinstance(rec["seq"], int):
+                    first_keys_ok = False
+                seqs.setdefault(rec.get("writer"), []).append(rec.get("seq"))
+    expect("every line begins with seq and writer", first_keys_ok)
+    with open(os.path.join(out_env, "writers.json"), encoding="utf-8") as fh:
+        writers = json.load(fh)
+    expect("writers.json has one entry per writer", sorted(w["kind"] for w in writers)
+           == ["perf_metrics", "raw_output", "request_trace"], json.dumps(writers))
+    expect("... and the lines' writer ids are its ids",
+           set(seqs) == {w["writer"] for w in writers}, f"{set(seqs)} vs {writers}")
+    for w in writers:
+        got = sorted(seqs.get(w["writer"], []))
+        expect(f'{w["kind"]}: count(*) == written', len(got) == w["written"],
+               f'{len(got)} vs {w["written"]}')
+        expect(f'{w["kind"]}: max(seq) + 1 - count(*) == dropped_after_accept',
+               got and got[-1] + 1 - len(got) == w["dropped_after_accept"], json.dumps(w))
+        if w["dropped_after_accept"] == 0:
+            expect(f'{w["kind"]}: seq is 0..n-1 without gaps', got == list(range(len(got))))
+        expect(f'{w["kind"]}: nothing dropped or unknown in a small run',
+               w["dropped_after_accept"] == 0 and w["unknown"] == 0, json.dumps(w))
+    perf = next((w for w in writers if w["kind"] == "perf_metrics"), {})
+    expect("writers.json lists the perf-metrics files",
+           sorted(perf.get("files", [])) == [os.path.relpath(f, out_env) for f in perf_files],
+           f'{perf.get("files")} vs {perf_files}')
+    r = subprocess.run([JSONLW, "report", out_env, "--json", "--quiet"], capture_output=True,
+                       text=True, timeout=60)
+    expect("report reads the enveloped, rotated files", r.returncode == 0, r.stderr)
+    if r.returncode == 0:
+        rep = json.loads(r.stdout)
+        expect("... and counts every perf record", rep["perf_metrics"]["records"]["worker"] == 150
+               and rep["malformed"] == 0, json.dumps(rep["perf_metrics"]["records"]))
+
+    # --kafka: every line through KafkaJsonWriter to the mock cluster and back.
+    out_kafka = os.path.join(tmp, "kafka")
+    p = subprocess.run(small + ["--out", out_kafka, "--requests", "60", "--kafka"],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode == 2 and "built without Kafka" in p.stderr:
+        print("skip --kafka cases: " + p.stderr.strip())
+        expect("... and says so in one line", p.stderr.count("\n") == 1, p.stderr)
+    else:
+        expect("demo --kafka exits 0", p.returncode == 0,
+               f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        rows = re.findall(r"^jsonlw\.(\w+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)$",
+                          p.stdout, re.M)
+        expect("a Kafka row per writer", sorted(r[0] for r in rows)
+               == ["perf_metrics", "raw_output", "request_trace"], p.stdout)
+        expected = {"raw_output": 60, "request_trace": 120, "perf_metrics": 60}
+        for kind, submitted, delivered, failed, consumed, same in rows:
+            expect(f"kafka {kind}: delivered == submitted == consumed == lines written",
+                   int(submitted) == int(delivered) == int(consumed) == expected[kind]
+                   and int(failed) == 0 and same == "yes",
+                   f"{submitted} {delivered} {failed} {consumed} {same}")
 
 sys.exit(1 if failures else 0)

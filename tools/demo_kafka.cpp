@@ -1,0 +1,470 @@
+// jsonlw demo --kafka: the demo's lines shipped through KafkaJsonWriter to librdkafka's
+// in-process mock cluster, read back by a consumer and compared with the files.
+#include "demo_kafka.hpp"
+
+#include <jsonlw/writer_stats.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#if JSONLW_HAVE_KAFKA
+#include <jsonlw/kafka_writer.hpp>
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <fcntl.h>
+#include <sys/uio.h>
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace jsonlw::tools {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+#if JSONLW_HAVE_KAFKA
+namespace {
+// --- --kafka: the same lines, shipped ----------------------------------------------------
+
+// Hands every line a file writer appends to `sink`, as it lands in the file. Why a FileIo:
+// the writers' serializers are their own (two of the classes are final), and Kafka should
+// get exactly what the files get, envelope included; teeing the appended bytes guarantees
+// that without serializing anything twice. Called on the file writer's I/O thread.
+class LineTee final : public FileIo {
+public:
+    using Sink = std::function<void(std::string&&)>;
+    explicit LineTee(Sink sink) : sink_(std::move(sink)) {}
+
+    int open(const char* path, int flags, mode_t mode) noexcept override
+    {
+        const int fd = FileIo::open(path, flags, mode);
+        // Only the JSON Lines files: not a directory opened to fsync a rename.
+        if (fd >= 0 && (flags & O_APPEND) != 0 &&
+            std::string_view(path).find(".jsonl") != std::string_view::npos)
+            guarded([&] { partial_[fd].clear(); });
+        return fd;
+    }
+    ssize_t writev(int fd, const iovec* iov, int iovcnt) noexcept override
+    {
+        const ssize_t w = FileIo::writev(fd, iov, iovcnt);
+        if (w > 0) guarded([&] { forward(fd, iov, iovcnt, std::size_t(w)); });
+        return w;
+    }
+    int close(int fd) noexcept override
+    {
+        guarded([&] {
+            const auto it = partial_.find(fd);
+            if (it == partial_.end()) return;
+            if (!it->second.empty()) ++lost_;  // a line cut short by a failed write
+            partial_.erase(it);
+        });
+        return FileIo::close(fd);
+    }
+
+    // Lines the sink did not get: cut short in the file, or an exception in the tee.
+    std::uint64_t lost() const
+    {
+        std::lock_guard lock(mutex_);
+        return lost_;
+    }
+
+private:
+    // Only what the call wrote (a short write is retried with the rest): complete lines go
+    // to the sink, the unfinished one waits for the next call.
+    void forward(int fd, const iovec* iov, int iovcnt, std::size_t written)
+    {
+        const auto it = partial_.find(fd);
+        if (it == partial_.end()) return;
+        std::string& line = it->second;
+        for (int i = 0; i < iovcnt && written > 0; ++i) {
+            const std::string_view chunk(static_cast<const char*>(iov[i].iov_base),
+                                         std::min(written, iov[i].iov_len));
+            written -= chunk.size();
+            std::size_t from = 0;
+            for (std::size_t nl; (nl = chunk.find('\n', from)) != std::string_view::npos;
+                 from = nl + 1) {
+                line.append(chunk.substr(from, nl - from));
+                // Empty: the '\n' a writer puts after a torn tail it found; not a record.
+                if (!line.empty()) sink_(std::move(line));
+                line.clear();
+            }
+            line.append(chunk.substr(from));
+        }
+    }
+    template <class F>
+    void guarded(F&& f) noexcept
+    {
+        try {
+            std::lock_guard lock(mutex_);
+            f();
+        } catch (...) {
+            std::lock_guard lock(mutex_);
+            ++lost_;
+        }
+    }
+
+    Sink sink_;
+    mutable std::mutex mutex_;
+    std::map<int, std::string> partial_;  // fd -> the line being appended
+    std::uint64_t lost_ = 0;
+};
+
+void quiet_kafka_log(const rd_kafka_t*, int, const char*, const char*) {}
+
+// A librdkafka configuration that logs nothing (the mock cluster's handle and the consumer:
+// their chatter would drown the demo's report; the producers log through their writers).
+rd_kafka_conf_t* quiet_kafka_conf(std::initializer_list<std::pair<const char*, std::string>> props)
+{
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, &quiet_kafka_log);
+    char err[512];
+    for (const auto& [name, value] : props)
+        if (rd_kafka_conf_set(conf, name, value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+            rd_kafka_conf_destroy(conf);
+            throw std::runtime_error(fmt::format("kafka: {}: {}", name, err));
+        }
+    return conf;
+}
+
+rd_kafka_t* new_kafka_handle(rd_kafka_type_t type, rd_kafka_conf_t* conf)
+{
+    char err[512];
+    rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);  // owned by the handle only when one was made
+        throw std::runtime_error(fmt::format("kafka: {}", err));
+    }
+    return rk;
+}
+
+// An in-process Kafka cluster (librdkafka's mock brokers on localhost ports): the demo's
+// producers and its consumer talk to it over TCP like to real brokers.
+class MockKafkaCluster {
+public:
+    static constexpr int brokers = 3;
+
+    MockKafkaCluster() : rk_(new_kafka_handle(RD_KAFKA_PRODUCER, quiet_kafka_conf({})))
+    {
+        mc_ = rd_kafka_mock_cluster_new(rk_, brokers);
+        if (!mc_) {
+            rd_kafka_destroy(rk_);
+            throw std::runtime_error("kafka: rd_kafka_mock_cluster_new failed");
+        }
+    }
+    ~MockKafkaCluster()
+    {
+        rd_kafka_mock_cluster_destroy(mc_);
+        rd_kafka_destroy(rk_);
+    }
+    MockKafkaCluster(const MockKafkaCluster&) = delete;
+    MockKafkaCluster& operator=(const MockKafkaCluster&) = delete;
+
+    std::string bootstraps() const { return rd_kafka_mock_cluster_bootstraps(mc_); }
+    void create_topic(const std::string& topic, int partitions)
+    {
+        if (const auto err = rd_kafka_mock_topic_create(mc_, topic.c_str(), partitions, 1))
+            throw std::runtime_error(
+                fmt::format("kafka: cannot create topic {}: {}", topic, rd_kafka_err2str(err)));
+    }
+
+private:
+    rd_kafka_t* rk_;
+    rd_kafka_mock_cluster_t* mc_ = nullptr;
+};
+
+// Reads every partition of some topics from the beginning, on a thread of its own, while
+// they are being written. Why along and not after: the mock brokers keep about 5 MB per
+// partition (they emulate retention and drop the oldest message sets past it), so a reader
+// that started at the end of a large demo would find the first messages gone.
+class TopicReader {
+public:
+    TopicReader(const std::string& bootstraps, std::vector<std::string> topics, int partitions)
+        : topics_(std::move(topics)), partitions_(partitions)
+    {
+        rk_ = new_kafka_handle(RD_KAFKA_CONSUMER,
+                               quiet_kafka_conf({{"bootstrap.servers", bootstraps},
+                                                 {"group.id", "jsonlw-demo"},
+                                                 {"enable.auto.commit", "false"},
+                                                 {"enable.partition.eof", "true"},
+                                                 {"fetch.wait.max.ms", "50"}}));
+        rd_kafka_topic_partition_list_t* list =
+            rd_kafka_topic_partition_list_new(int(topics_.size()) * partitions_);
+        for (const auto& t : topics_)
+            for (int p = 0; p < partitions_; ++p)
+                rd_kafka_topic_partition_list_add(list, t.c_str(), p)->offset =
+                    RD_KAFKA_OFFSET_BEGINNING;
+        const auto err = rd_kafka_assign(rk_, list);
+        rd_kafka_topic_partition_list_destroy(list);
+        if (err) {
+            rd_kafka_destroy(rk_);
+            throw std::runtime_error(fmt::format("kafka: assign: {}", rd_kafka_err2str(err)));
+        }
+        thread_ = std::thread([this] { run(); });
+    }
+    ~TopicReader()
+    {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+        rd_kafka_consumer_close(rk_);
+        rd_kafka_destroy(rk_);
+    }
+    TopicReader(const TopicReader&) = delete;
+    TopicReader& operator=(const TopicReader&) = delete;
+
+    // Call once nothing more is produced: reads on up to the partitions' current ends (30 s at
+    // most), then returns each topic's messages as hashes of their values (comparing them is
+    // enough, and holds no copy of the data). `complete`: every end was reached, and every
+    // partition was read from offset 0 (nothing had been dropped before it was read).
+    std::map<std::string, std::vector<std::size_t>> finish(bool& complete)
+    {
+        finish_ = true;
+        thread_.join();
+        complete = complete_;
+        return std::move(values_);
+    }
+
+private:
+    struct Position {
+        std::int64_t first = -1;  // the first offset read
+        std::int64_t next = 0;    // the offset after the last one read, or the end seen
+    };
+
+    void run()
+    {
+        std::map<std::pair<std::string, int>, std::int64_t> ends;  // once finishing
+        std::optional<Clock::time_point> deadline;
+        while (!stop_) {
+            if (finish_ && !deadline) {
+                deadline = Clock::now() + std::chrono::seconds(30);
+                if (!query_ends(ends)) break;
+            }
+            if (deadline && (caught_up(ends) || Clock::now() > *deadline)) break;
+            rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, 50);
+            if (!m) continue;
+            if (m->rkt && (m->err == RD_KAFKA_RESP_ERR_NO_ERROR ||
+                           m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)) {
+                const std::string topic = rd_kafka_topic_name(m->rkt);
+                Position& at = positions_[{topic, m->partition}];
+                if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                    if (at.first < 0) at.first = m->offset;
+                    at.next = std::max(at.next, m->offset + 1);
+                    values_[topic].push_back(std::hash<std::string_view>{}(
+                        std::string_view(static_cast<const char*>(m->payload), m->len)));
+                } else {
+                    at.next = std::max(at.next, m->offset);  // the end it reached
+                }
+            }
+            rd_kafka_message_destroy(m);
+        }
+        complete_ = deadline && caught_up(ends);
+        for (const auto& [where, at] : positions_)
+            if (at.first > 0) complete_ = false;  // offsets before it were gone
+    }
+
+    // The partitions' high watermarks: what the reader must reach.
+    bool query_ends(std::map<std::pair<std::string, int>, std::int64_t>& ends)
+    {
+        for (const auto& t : topics_)
+            for (int p = 0; p < partitions_; ++p) {
+                std::int64_t low = 0, high = 0;
+                if (rd_kafka_query_watermark_offsets(rk_, t.c_str(), p, &low, &high, 10000))
+                    return false;
+                ends[{t, p}] = high;
+            }
+        return true;
+    }
+
+    bool caught_up(const std::map<std::pair<std::string, int>, std::int64_t>& ends)
+    {
+        if (ends.empty()) return false;
+        for (const auto& [where, end] : ends)
+            if (end > 0 && positions_[where].next < end) return false;
+        return true;
+    }
+
+    rd_kafka_t* rk_ = nullptr;
+    std::vector<std::string> topics_;
+    int partitions_;
+    std::atomic<bool> stop_{false};    // the destructor: stop now
+    std::atomic<bool> finish_{false};  // finish(): read on to the ends, then stop
+    // The reader thread's until finish() joins it:
+    std::map<std::pair<std::string, int>, Position> positions_;
+    std::map<std::string, std::vector<std::size_t>> values_;
+    bool complete_ = false;
+    std::thread thread_;
+};
+
+// --kafka: a KafkaJsonWriter per record kind, each producing to its own topic of the mock
+// cluster, fed by a LineTee on that kind's file writer; a TopicReader reads every topic back
+// meanwhile, and the summary compares what it read with the files.
+}  // namespace
+
+class KafkaShip::Impl {
+public:
+    static constexpr int partitions = 4;
+
+    explicit Impl(asio::any_io_executor ex)
+    {
+        // Keyed so that one request's records share a partition (traces by their trace_id).
+        const char* key_fields[] = {"request_id", "trace_id", "request_id"};
+        for (std::size_t i = 0; i < std::size(demo_kinds); ++i) {
+            auto t = std::make_unique<Topic>();
+            t->kind = demo_kinds[i];
+            t->name = std::string("jsonlw.") + demo_kinds[i];
+            cluster_.create_topic(t->name, partitions);
+            t->writer = std::make_unique<KafkaJsonWriter>(
+                ex,
+                // A batch waits for its acknowledgements: large batches, and a queue that
+                // holds what the file writers append meanwhile.
+                WriterOptions{.subject = "kafka " + t->name, .queue_capacity = 65536,
+                              .batch_records = 1000, .shutdown_timeout = std::chrono::seconds(15)},
+                KafkaOptions{.brokers = cluster_.bootstraps(), .topic = t->name,
+                             .key_field = key_fields[i],
+                             .delivery_timeout = std::chrono::seconds(10)});
+            t->tee = std::make_shared<LineTee>(
+                [w = t->writer.get()](std::string&& line) { w->submit(std::move(line)); });
+            topics_.push_back(std::move(t));
+        }
+    }
+
+    // The FileIo for the file writer of `kind` (one of kinds[]).
+    std::shared_ptr<FileIo> tee(std::string_view kind) const
+    {
+        for (const auto& t : topics_)
+            if (t->kind == kind) return t->tee;
+        return nullptr;
+    }
+
+    void start()
+    {
+        std::vector<std::string> names;
+        for (const auto& t : topics_) names.push_back(t->name);
+        reader_.emplace(cluster_.bootstraps(), std::move(names), partitions);
+        for (const auto& t : topics_) t->writer->start();
+    }
+
+    // Once the file writers have closed (every line teed): drains and closes the producers.
+    void close()
+    {
+        for (const auto& t : topics_)
+            t->writer->async_close(
+                [t = t.get()](error_code, CloseReport r) { t->closed = std::move(r); });
+    }
+
+    // Prints a row per topic; false when a line was lost on the way (or a topic holds
+    // something else than the files).
+    bool summarize(const std::filesystem::path& out)
+    {
+        std::printf("\nkafka: %d mock brokers in process (%s), a topic per writer with %d "
+                    "partitions, keyed by request:\n",
+                    MockKafkaCluster::brokers, cluster_.bootstraps().c_str(), partitions);
+        std::printf("%-22s %10s %10s %8s %10s %9s\n", "topic", "submitted", "delivered", "failed",
+                    "consumed", "as files");
+        bool read_all = false;
+        auto consumed = reader_ ? reader_->finish(read_all)
+                                : std::map<std::string, std::vector<std::size_t>>{};
+        if (!read_all)
+            std::printf("  (the consumer did not read every partition from start to end)\n");
+        bool ok = read_all;
+        for (const auto& t : topics_) ok = summarize(*t, consumed[t->name], out) && ok;
+        if (!ok) std::printf("kafka: records were lost between the files and the topics\n");
+        return ok;
+    }
+
+private:
+    struct Topic {
+        std::string kind;
+        std::string name;
+        std::unique_ptr<KafkaJsonWriter> writer;
+        std::shared_ptr<LineTee> tee;
+        std::optional<CloseReport> closed;  // set on the loop's thread by close()
+    };
+
+    bool summarize(const Topic& t, std::vector<std::size_t>& consumed,
+                   const std::filesystem::path& out) const
+    {
+        const WriterStats s = t.closed ? t.closed->stats : t.writer->stats();
+        const std::uint64_t failed = s.dropped.total() + s.unknown + s.pending + t.tee->lost();
+        std::vector<std::size_t> files = file_lines(out / t.kind);
+        // The same lines, as a multiset (the topic's order is per partition).
+        std::sort(consumed.begin(), consumed.end());
+        std::sort(files.begin(), files.end());
+        const bool same = consumed == files;
+        std::printf("%-22s %10llu %10llu %8llu %10zu %9s\n", t.name.c_str(),
+                    (unsigned long long)s.submitted, (unsigned long long)s.written,
+                    (unsigned long long)failed, consumed.size(), same ? "yes" : "NO");
+        if (failed)
+            std::printf("  failed: queue_full %llu, write_error %llu, malformed %llu, other drops "
+                        "%llu, unknown %llu, pending %llu, lost in the tee %llu\n",
+                        (unsigned long long)s.dropped.queue_full,
+                        (unsigned long long)s.dropped.write_error,
+                        (unsigned long long)s.dropped.malformed,
+                        (unsigned long long)(s.dropped.total() - s.dropped.queue_full -
+                                             s.dropped.write_error - s.dropped.malformed),
+                        (unsigned long long)s.unknown, (unsigned long long)s.pending,
+                        (unsigned long long)t.tee->lost());
+        return failed == 0 && same && s.written == consumed.size() &&
+               s.submitted == files.size();
+    }
+
+    // The non-empty lines of the JSON Lines files under `dir`, hashed as consume() does.
+    static std::vector<std::size_t> file_lines(const std::filesystem::path& dir)
+    {
+        std::vector<std::size_t> lines;
+        std::error_code ec;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+            if (!e.is_regular_file() ||
+                e.path().filename().string().find(".jsonl") == std::string::npos)
+                continue;
+            std::ifstream in(e.path(), std::ios::binary);
+            const std::string text{std::istreambuf_iterator<char>(in), {}};
+            std::size_t from = 0;
+            for (std::size_t nl; (nl = text.find('\n', from)) != std::string::npos; from = nl + 1)
+                if (nl > from)
+                    lines.push_back(std::hash<std::string_view>{}(
+                        std::string_view(text).substr(from, nl - from)));
+        }
+        return lines;
+    }
+
+    MockKafkaCluster cluster_;  // outlives the producers and the reader (declared first)
+    std::vector<std::unique_ptr<Topic>> topics_;
+    std::optional<TopicReader> reader_;  // from start()
+};
+
+KafkaShip::KafkaShip(asio::any_io_executor ex) : impl_(std::make_unique<Impl>(std::move(ex))) {}
+std::shared_ptr<FileIo> KafkaShip::tee(std::string_view kind) const { return impl_->tee(kind); }
+void KafkaShip::start() { impl_->start(); }
+void KafkaShip::close() { impl_->close(); }
+bool KafkaShip::summarize(const std::filesystem::path& out) { return impl_->summarize(out); }
+#else
+// Without librdkafka demo_main() refuses --kafka before a KafkaShip exists.
+class KafkaShip::Impl {};
+KafkaShip::KafkaShip(asio::any_io_executor) {}
+std::shared_ptr<FileIo> KafkaShip::tee(std::string_view) const { return nullptr; }
+void KafkaShip::start() {}
+void KafkaShip::close() {}
+bool KafkaShip::summarize(const std::filesystem::path&) { return true; }
+#endif
+KafkaShip::~KafkaShip() = default;
+
+}  // namespace jsonlw::tools
