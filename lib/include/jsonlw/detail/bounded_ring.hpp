@@ -142,7 +142,10 @@ public:
     }
 
 private:
-    struct Cell {
+    // A cell per cache line (at least): the drain polling every idle_poll pops the cell just
+    // behind the one a producer fills, and two cells on one line made each push a miss on
+    // the line the other core had just written (false sharing).
+    struct alignas(cache_line) Cell {
         std::atomic<std::uint64_t> seq;
         alignas(T) unsigned char storage[sizeof(T)];
     };
