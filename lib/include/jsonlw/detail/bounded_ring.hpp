@@ -67,6 +67,11 @@ public:
                     ::new (static_cast<void*>(c.storage)) T(std::move(value));
                     c.seq.store(p + 1, std::memory_order_release);
                     pos = p;
+#if defined(__GNUC__)
+                    // The next push's cell was last written by the consumer a lap ago: ask
+                    // for its line now (for writing), so that push does not wait for it.
+                    __builtin_prefetch(&cell(p + 1), 1, 3);
+#endif
                     return Push::ok;
                 }
             } else if (seq < p) {
