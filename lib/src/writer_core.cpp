@@ -689,6 +689,12 @@ struct WriterCore::Impl {
         if (self.opts_.overflow != Overflow::block) return;
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (space_waiters.load(std::memory_order_seq_cst) == 0) return;
+        // Hysteresis: a producer blocked on a full queue is woken once a quarter of it is
+        // free, not after every batch — one sleep and wake-up (two context switches) per
+        // quarter of the queue instead of per batch_records. (Close and shutdown wake
+        // everyone anyway.)
+        if (self.hooks_->queued() + space_wake_free > std::max<std::size_t>(self.opts_.queue_capacity, 1))
+            return;
         std::vector<std::function<void()>> retries;
         {
             std::lock_guard lk(space_mu);
@@ -936,6 +942,8 @@ struct WriterCore::Impl {
     // I/O thread only.
     FileAppender appender;
     const std::uint64_t poll_wake_records;  // see maybe_wake()
+    // Free slots that wake Overflow::block producers (a quarter of the queue, at least 1).
+    const std::size_t space_wake_free = std::max<std::size_t>(1, self.opts_.queue_capacity / 4);
     Tally tally;
     std::uint64_t queue_full_logged = 0, malformed_seen = 0, unexpected_serialize = 0;
     std::uint64_t unexpected_write = 0, write_failures = 0, sync_failures = 0;
