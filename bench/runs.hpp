@@ -32,6 +32,7 @@ struct ThroughputResult {
     std::uint64_t bytes = 0;
     std::uint64_t lost = 0;   // lines the variant did not write (spdlog overrun_oldest)
     std::string problem;      // empty: the file holds what it must
+    std::uint64_t switches = 0;  // voluntary context switches of the process during the run
 };
 
 ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s);

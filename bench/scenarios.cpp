@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,22 +168,35 @@ Section throughput_cell(const Config& cfg, const std::string& writer, const Line
 {
     const std::string prebuilt = prebuilt_bytes(pool, records);
     ThroughputSpec spec{&pool, records, producers, cfg.dir, &prebuilt};
+    // Every thread's sleeps and wake-ups during a run: what a hand-off costs beyond CPU.
+    const auto counted = [](auto run) {
+        return [run] {
+            rusage before{}, after{};
+            ::getrusage(RUSAGE_SELF, &before);
+            ThroughputResult r = run();
+            ::getrusage(RUSAGE_SELF, &after);
+            r.switches = static_cast<std::uint64_t>(after.ru_nvcsw - before.ru_nvcsw);
+            return r;
+        };
+    };
     std::vector<Variant<ThroughputResult>> variants = {
-        {"jsonlw " + writer, [&] { return jsonlw_run(spec); }},
-        {"write() 1 MiB chunks (limit)", [&] { return write_limit_throughput(spec); }},
-        {"fprintf + std::mutex", [&] { return fprintf_throughput(spec); }},
+        {"jsonlw " + writer, counted([&] { return jsonlw_run(spec); })},
+        {"write() 1 MiB chunks (limit)", counted([&] { return write_limit_throughput(spec); })},
+        {"fprintf + std::mutex", counted([&] { return fprintf_throughput(spec); })},
     };
     if (with_spdlog) {
-        variants.emplace_back("spdlog async block",
-                              [&] { return spdlog_throughput(spec, SpdlogMode::async_block); },
-                              have_spdlog(), spdlog_missing());
+        variants.emplace_back(
+            "spdlog async block",
+            counted([&] { return spdlog_throughput(spec, SpdlogMode::async_block); }),
+            have_spdlog(), spdlog_missing());
         variants.emplace_back(
             "spdlog async overrun_oldest",
-            [&] { return spdlog_throughput(spec, SpdlogMode::async_overrun_oldest); },
+            counted([&] { return spdlog_throughput(spec, SpdlogMode::async_overrun_oldest); }),
             have_spdlog(), spdlog_missing());
-        variants.emplace_back("spdlog sync basic_file_sink",
-                              [&] { return spdlog_throughput(spec, SpdlogMode::sync); },
-                              have_spdlog(), spdlog_missing());
+        variants.emplace_back(
+            "spdlog sync basic_file_sink",
+            counted([&] { return spdlog_throughput(spec, SpdlogMode::sync); }),
+            have_spdlog(), spdlog_missing());
     }
     const std::string cell = fmt::format("throughput {} {} x{}", writer, pool.label, producers);
     auto results = alternate<ThroughputResult>(
@@ -214,12 +228,14 @@ Section throughput_cell(const Config& cfg, const std::string& writer, const Line
             sec.rows.push_back(row);
             continue;
         }
-        std::vector<double> lost;
+        std::vector<double> lost, switches;
         for (const ThroughputResult& r : results[v]) {
             row.values.v.push_back(static_cast<double>(records) / r.seconds);
             lost.push_back(static_cast<double>(r.lost));
+            switches.push_back(1000.0 * static_cast<double>(r.switches) / static_cast<double>(records));
         }
         row.problem = first_problem(results[v]);
+        row.extra.emplace_back("ctx switches/1k rec", quantile(switches, 0.5));
         if (v == 4) row.extra.emplace_back("lines lost (median)", quantile(lost, 0.5));
         if (v == 0 && quantile(lost, 0.5) > 0)
             row.extra.emplace_back("refusals retried (median)", quantile(lost, 0.5));
