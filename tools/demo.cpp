@@ -524,7 +524,7 @@ private:
 
     // With --envelope: <out>/writers.json, what each writer says it wrote and dropped, so
     // that a loader of the collected files can check per writer that
-    // max(seq) + 1 - count(*) == dropped_after_accept (a gap: lines lost after the writer).
+    // max(seq) + 1 - count(*) == seq_gaps (a gap: lines lost after the writer).
     bool write_writers_json(const CloseReport (&reports)[3]) const
     {
         const std::string* ids[] = {&raw_.writer_id(), &trace_.writer_id(), &perf_.writer_id()};
@@ -538,7 +538,7 @@ private:
                 .field("writer", *ids[i])
                 .field("submitted", s.submitted)
                 .field("written", s.written)
-                .field("dropped_after_accept", s.dropped.after_accept())
+                .field("seq_gaps", s.dropped.seq_gaps())
                 .field("unknown", s.unknown);
             // The single-file layout's files, relative to --out (the hour-folder writers
             // have no such list).

@@ -49,7 +49,7 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
     --envelope          begin every line of all three writers with {"seq":N,"writer":ID,...}
                         (seq: 0, 1, 2, ... per writer) and write DIR/writers.json after
                         close: per writer its kind, writer ID, submitted, written,
-                        dropped_after_accept, unknown, and (perf metrics) its files, so that
+                        seq_gaps, unknown, and (perf metrics) its files, so that
                         max(seq) + 1 - count(*) per writer can be checked against it
     --rotate-bytes N    rotate the perf-metrics file once it holds N bytes (default 0: never);
                         the file being written ends in .open until it is rotated or closed

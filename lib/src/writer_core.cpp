@@ -1173,6 +1173,10 @@ void WriterCore::count_queue_full() noexcept
 {
     impl_->queue_full.fetch_add(1, std::memory_order_acq_rel);
 }
+std::uint64_t WriterCore::queue_full_count() const noexcept
+{
+    return impl_->queue_full.load(std::memory_order_acquire);
+}
 void WriterCore::count_closed() noexcept { impl_->closed.fetch_add(1, std::memory_order_acq_rel); }
 void WriterCore::count_evicted() noexcept { impl_->evicted.fetch_add(1, std::memory_order_acq_rel); }
 

@@ -406,7 +406,7 @@ TEST_CASE("A writer destroyed without async_close() still gives its file the fin
     CHECK(read_lines(closed[0]).size() == 4);
 }
 
-TEST_CASE("The envelope numbers what the queue accepted: max(seq)+1-count(*) equals the drops counted after acceptance, and every file's first line is unique",
+TEST_CASE("The envelope numbers every record: max(seq)+1-count(*) equals the drops counted (evicted, malformed), and every file's first line is unique",
           "[integration][envelope]")
 {
     TempDir dir;
@@ -434,7 +434,7 @@ TEST_CASE("The envelope numbers what the queue accepted: max(seq)+1-count(*) equ
     INFO("stats: " << report.stats);
     CHECK(report.stats.dropped.oldest_evicted == 4);
     CHECK(report.stats.dropped.malformed == 5);
-    CHECK(report.stats.dropped.after_accept() == 9);
+    CHECK(report.stats.dropped.seq_gaps() == 9);
 
     const auto files = files_ending(dir.path(), ".jsonl");
     REQUIRE(files.size() >= 3);
@@ -449,7 +449,8 @@ TEST_CASE("The envelope numbers what the queue accepted: max(seq)+1-count(*) equ
             CHECK(l.rfind(R"({"seq":)", 0) == 0);  // the envelope comes first
             CHECK(member_string(l, "writer") == w.writer_id());
             const auto seq = member_int(l, "seq");
-            // seq is the record's queue position; ids were submitted in order from 0.
+            // No refusal here: seq is the record's queue position (ids were submitted in
+            // order from 0).
             CHECK(seq == json_id(l).value());
             seqs.insert(seq);
             ++count;
@@ -458,9 +459,52 @@ TEST_CASE("The envelope numbers what the queue accepted: max(seq)+1-count(*) equ
     CHECK(first_lines.size() == files.size());
     CHECK(seqs.size() == count);
     const auto max_seq = *seqs.rbegin();
-    CHECK(static_cast<std::uint64_t>(max_seq + 1) - count == report.stats.dropped.after_accept());
+    CHECK(static_cast<std::uint64_t>(max_seq + 1) - count == report.stats.dropped.seq_gaps());
     CHECK(count == report.stats.written);
     CHECK(*seqs.begin() == 4);  // 0-3 were evicted
+}
+
+TEST_CASE("Refusals of a full queue become seq gaps too: max(seq)+1-count(*) equals every drop the writer counted, queue_full included",
+          "[integration][envelope]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    o.envelope = true;
+    o.queue_capacity = 4;  // Overflow::drop_newest (the default)
+    TestWriter w(loop.executor(), o);
+    int accepted = 0;
+    // Before start(): 4 accepted, 6 refused.
+    for (int i = 0; i < 10; ++i) accepted += w.submit(rec(i)) == SubmitResult::accepted;
+    REQUIRE(accepted == 4);
+    w.start();
+    loop.start();
+    flush(w);
+    // Then one at a time (never refused), one malformed.
+    for (int i = 10; i < 16; ++i) {
+        auto r = rec(i);
+        r.throw_malformed = i == 12;
+        REQUIRE(w.submit(r) == SubmitResult::accepted);
+        flush(w);
+    }
+    REQUIRE(w.submit(rec(16)) == SubmitResult::accepted);
+    const auto report = close(w);
+    REQUIRE(w.submit(rec(17)) == SubmitResult::closed);
+    INFO("stats: " << w.stats());
+    CHECK(w.stats().dropped.queue_full == 6);
+    CHECK(w.stats().dropped.malformed == 1);
+    CHECK(w.stats().dropped.closed == 1);
+    CHECK(w.stats().dropped.seq_gaps() == 7);
+
+    std::vector<std::int64_t> seqs;
+    for (const auto& l : read_lines(w.file_path())) seqs.push_back(member_int(l, "seq"));
+    REQUIRE(seqs.size() == report.stats.written);
+    CHECK(std::is_sorted(seqs.begin(), seqs.end()));
+    CHECK(std::adjacent_find(seqs.begin(), seqs.end()) == seqs.end());
+    // Every submit before close() has a number: 17 of them, 10 lines, 7 gaps.
+    CHECK(seqs.back() + 1 == 17);
+    CHECK(static_cast<std::uint64_t>(seqs.back() + 1) - seqs.size() == w.stats().dropped.seq_gaps());
 }
 
 TEST_CASE("The writer id is <host>-<pid>-<generation> and differs between two writers of one process",

@@ -15,7 +15,7 @@ accepted but that are not in the files. Fails when a *.open file is left, a line
 envelope, a (writer, seq) appears twice, two files start with the same line, or, given
 EXPECTED.json, a writer's count differs from the expected one. EXPECTED.json is
 {"<writer>": drops, ...}, write_files' output (its "expected_lost"), or the writers.json of
-\`jsonlw demo --envelope\` (an array of {writer, dropped_after_accept, unknown}).`;
+\`jsonlw demo --envelope\` (an array of {writer, seq_gaps, unknown}).`;
 }
 
 export function parseArgs(name, argv) {
@@ -40,7 +40,7 @@ export function parseArgs(name, argv) {
   if (rest.length === 2) {
     const json = JSON.parse(readFileSync(rest[1], 'utf8'));
     args.expected = Array.isArray(json)
-      ? Object.fromEntries(json.map((w) => [w.writer, w.dropped_after_accept + w.unknown]))
+      ? Object.fromEntries(json.map((w) => [w.writer, w.seq_gaps + w.unknown]))
       : json.expected_lost ?? json;
   }
   return args;
@@ -112,7 +112,7 @@ export function verdict(engine, args, rows, { unenveloped, files }) {
     if (args.expected && want === undefined) errors.push(`writer ${r.writer}: not expected`);
     else if (want !== undefined && Number(want) !== r.lost)
       errors.push(`writer ${r.writer}: max(seq) + 1 - count(DISTINCT seq) = ${r.lost}, ` +
-                  `but the writer counted ${want} drop(s) after acceptance`);
+                  `but the writer counted ${want} drop(s)`);
   }
   for (const w of Object.keys(args.expected ?? {}))
     if (!seen.has(w)) errors.push(`writer ${w}: expected, but no line of it in the files`);

@@ -44,8 +44,8 @@ int main(int argc, char** argv)
         writer.async_close([&](jsonlw::error_code, jsonlw::CloseReport r) {
             // Every file now has its final name; the last one too.
             for (const auto& f : writer.files()) fmt::print("{}\n", f.string());
-            fmt::print("writer {}: written {}, lost after acceptance {}\n", writer.writer_id(),
-                       r.stats.written, r.stats.dropped.after_accept() + r.stats.unknown);
+            fmt::print("writer {}: written {}, dropped {}\n", writer.writer_id(),
+                       r.stats.written, r.stats.dropped.seq_gaps() + r.stats.unknown);
         });
     });
 

@@ -1,13 +1,13 @@
-// Writes the files the shipping checks read (docs/shipping.md): two RawJsonWriters with the
-// envelope on and rotate_bytes small enough for several numbered files each, with drops after
-// acceptance that the writers count — malformed lines in both, and evictions from a tiny
-// drop_oldest queue in one — then prints what each writer counted, as JSON:
+// Writes the files the shipping checks read (docs/shipping.md): three RawJsonWriters with the
+// envelope on and rotate_bytes small enough for several numbered files each, with drops the
+// writers count — malformed lines, evictions from a tiny drop_oldest queue, refusals of a
+// tiny drop_newest queue (queue_full) — then prints what each writer counted, as JSON:
 //
-//   {"writers":[{"writer":"<id>","written":N,"after_accept":N,"unknown":N,"dropped":{...},
+//   {"writers":[{"writer":"<id>","written":N,"seq_gaps":N,"unknown":N,"dropped":{...},
 //                "files":["…", …]}, …],
 //    "expected_lost":{"<id>":N, …}}
 //
-// expected_lost is after_accept + unknown: what max(seq) + 1 - count(DISTINCT seq) per writer
+// expected_lost is seq_gaps + unknown: what max(seq) + 1 - count(DISTINCT seq) per writer
 // must give over the files when the writer's last accepted record was written (each writer
 // here ends with a valid record). Usage: write_files DIR [STATS.json] (default: stdout);
 // a one-line summary per writer follows on stdout.
@@ -108,34 +108,55 @@ int main(int argc, char** argv)
                              .log = errors_only,
                              .rotate_bytes = 8192,
                              .envelope = true});
+    // Writer 3: a queue of 16 that refuses the newest record (queue_full, as the perf-metrics
+    // writer does): refusals are numbered too, as seq gaps.
+    jsonlw::RawJsonWriter c(io.get_executor(),
+                            {.directory = dir / "worker-2",
+                             .stem = "refusing",
+                             .subject = "refusing",
+                             .queue_capacity = 16,
+                             .batch_records = 4,
+                             .log = errors_only,
+                             .rotate_bytes = 2048,
+                             .envelope = true});
     a.start();
     b.start();
+    c.start();
     Job ja{a, boost::asio::steady_timer(io), 30, 24, 23};
     Job jb{b, boost::asio::steady_timer(io), 20, 50, 41};
+    Job jc{c, boost::asio::steady_timer(io), 30, 24, 0};
     ja.burst();
     jb.burst();
+    jc.burst();
 
     std::vector<jsonlw::CloseReport> reports;
     int closing = 0;
     boost::asio::steady_timer wait_jobs(io);
     // Close once both jobs have submitted everything.
     std::function<void()> close_when_done = [&] {
-        if (ja.n < ja.bursts * ja.per_burst || jb.n < jb.bursts * jb.per_burst) {
+        if (ja.n < ja.bursts * ja.per_burst || jb.n < jb.bursts * jb.per_burst ||
+            jc.n < jc.bursts * jc.per_burst) {
             wait_jobs.expires_after(5ms);
             wait_jobs.async_wait([&](jsonlw::error_code) { close_when_done(); });
             return;
         }
-        for (auto* w : {&a, &b}) {
-            ++closing;
-            w->async_close([&](jsonlw::error_code, jsonlw::CloseReport r) {
-                reports.push_back(r);
-                --closing;
-            });
-        }
+        // The refusing writer's last record must be written (a drop after a writer's last
+        // line is invisible in the files): once its queue is empty, one more record.
+        c.async_flush([&](jsonlw::error_code) {
+            if (c.submit(R"({"n":"last"})") != jsonlw::SubmitResult::accepted)
+                std::fprintf(stderr, "write_files: the last record was refused\n");
+            for (auto* w : {&a, &b, &c}) {
+                ++closing;
+                w->async_close([&](jsonlw::error_code, jsonlw::CloseReport r) {
+                    reports.push_back(r);
+                    --closing;
+                });
+            }
+        });
     };
     close_when_done();
     io.run();
-    if (closing != 0 || reports.size() != 2) {
+    if (closing != 0 || reports.size() != 3) {
         std::fprintf(stderr, "write_files: the writers did not close\n");
         return 1;
     }
@@ -143,8 +164,8 @@ int main(int argc, char** argv)
     int bad = 0;
     std::string out = "{\"writers\":[";
     std::string expected = "{";
-    const jsonlw::RawJsonWriter* writers[] = {&a, &b};
-    for (int i = 0; i < 2; ++i) {
+    const jsonlw::RawJsonWriter* writers[] = {&a, &b, &c};
+    for (int i = 0; i < 3; ++i) {
         const auto& w = *writers[i];
         const jsonlw::WriterStats s = w.stats();
         const auto& d = s.dropped;
@@ -162,20 +183,20 @@ int main(int argc, char** argv)
                          w.writer_id().c_str(), w.files().size());
             ++bad;
         }
-        if (d.after_accept() == 0) {
-            std::fprintf(stderr, "write_files: writer %s dropped nothing after acceptance\n",
+        if (d.seq_gaps() == 0) {
+            std::fprintf(stderr, "write_files: writer %s dropped nothing\n",
                          w.writer_id().c_str());
             ++bad;
         }
         out += fmt::format(
-            R"({}{{"writer":{},"written":{},"after_accept":{},"unknown":{},"files_closed":{},)"
+            R"({}{{"writer":{},"written":{},"seq_gaps":{},"unknown":{},"files_closed":{},)"
             R"("dropped":{{"queue_full":{},"oldest_evicted":{},"malformed":{},"write_error":{},)"
             R"("shutdown":{},"unexpected":{},"closed":{}}},"files":[{}]}})",
-            i ? "," : "", json_string(w.writer_id()), s.written, d.after_accept(), s.unknown,
+            i ? "," : "", json_string(w.writer_id()), s.written, d.seq_gaps(), s.unknown,
             s.files_closed, d.queue_full, d.oldest_evicted, d.malformed, d.write_error,
             d.shutdown, d.unexpected, d.closed, files);
         expected += fmt::format("{}{}:{}", i ? "," : "", json_string(w.writer_id()),
-                                d.after_accept() + s.unknown);
+                                d.seq_gaps() + s.unknown);
     }
     out += "],\"expected_lost\":" + expected + "}}\n";
 
@@ -184,10 +205,10 @@ int main(int argc, char** argv)
     else
         std::fputs(out.c_str(), stdout);
     for (const auto* w : writers)
-        std::printf("writer %s: %llu written in %zu files, %llu lost after acceptance\n",
+        std::printf("writer %s: %llu written in %zu files, %llu dropped (seq gaps)\n",
                     w->writer_id().c_str(), static_cast<unsigned long long>(w->stats().written),
                     w->files().size(),
-                    static_cast<unsigned long long>(w->stats().dropped.after_accept() +
+                    static_cast<unsigned long long>(w->stats().dropped.seq_gaps() +
                                                     w->stats().unknown));
     return bad ? 1 : 0;
 }

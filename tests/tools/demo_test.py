@@ -132,12 +132,12 @@ with tempfile.TemporaryDirectory() as tmp:
         got = sorted(seqs.get(w["writer"], []))
         expect(f'{w["kind"]}: count(*) == written', len(got) == w["written"],
                f'{len(got)} vs {w["written"]}')
-        expect(f'{w["kind"]}: max(seq) + 1 - count(*) == dropped_after_accept',
-               got and got[-1] + 1 - len(got) == w["dropped_after_accept"], json.dumps(w))
-        if w["dropped_after_accept"] == 0:
+        expect(f'{w["kind"]}: max(seq) + 1 - count(*) == seq_gaps',
+               got and got[-1] + 1 - len(got) == w["seq_gaps"], json.dumps(w))
+        if w["seq_gaps"] == 0:
             expect(f'{w["kind"]}: seq is 0..n-1 without gaps', got == list(range(len(got))))
         expect(f'{w["kind"]}: nothing dropped or unknown in a small run',
-               w["dropped_after_accept"] == 0 and w["unknown"] == 0, json.dumps(w))
+               w["seq_gaps"] == 0 and w["unknown"] == 0, json.dumps(w))
     perf = next((w for w in writers if w["kind"] == "perf_metrics"), {})
     expect("writers.json lists the perf-metrics files",
            sorted(perf.get("files", [])) == [os.path.relpath(f, out_env) for f in perf_files],

@@ -245,7 +245,7 @@ protected:
 private:
     using Ring = detail::BoundedRing<Record>;
 
-    // The queue position of a staged record (its envelope "seq"); nullptr when `rec` is
+    // The envelope "seq" of a staged record; nullptr when `rec` is
     // not one of the batch's records (a group an override built elsewhere).
     const std::uint64_t* staged_seq(const Record& rec) const noexcept
     {
@@ -409,12 +409,15 @@ private:
     {
         std::size_t bytes = 0;
         const bool envelope = core_->options().envelope;
+        // The envelope's seq: queue position + refusals so far (read once per batch: the sum
+        // stays strictly increasing, and refused records become gaps like dropped ones).
+        const std::uint64_t refused = envelope ? core_->queue_full_count() : 0;
         // staging_ (and staging_seq_) hold batch_records already: push_back does not
         // allocate (nor throw).
         const auto take = [&](Record&& r, std::uint64_t pos) noexcept {
             bytes += record_bytes(r);
             staging_.push_back(std::move(r));
-            if (envelope) staging_seq_.push_back(pos);
+            if (envelope) staging_seq_.push_back(pos + refused);
         };
         while (staging_.size() < max_records && bytes < max_bytes && ring_.try_pop_into(take)) {
         }
@@ -469,7 +472,7 @@ private:
     std::atomic<bool> close_requested_{false};
     Ring ring_;
     std::vector<Record> staging_;            // I/O thread only
-    std::vector<std::uint64_t> staging_seq_;  // their queue positions, under envelope
+    std::vector<std::uint64_t> staging_seq_;  // their envelope seq numbers, under envelope
 };
 
 }  // namespace jsonlw

@@ -83,11 +83,13 @@ struct WriterOptions {
     // files of this stem and host that a process no longer running left with the suffix (a
     // crash), so they get shipped too.
     std::optional<std::string> open_suffix{};
-    // Begin every line with {"seq":N,"writer":"<host>-<pid>-<generation>", …}: seq counts
-    // the records the queue accepted (0, 1, 2, … per writer), so over the collected files
-    // max(seq) + 1 - count(*) per writer equals the records the writer dropped after
-    // accepting them (stats().dropped.after_accept()) and makes every file's first line
-    // unique. A record that does not serialize to a JSON object is then malformed.
+    // Begin every line with {"seq":N,"writer":"<host>-<pid>-<generation>", …}. seq numbers
+    // every record the writer counted, written or dropped: a record's queue position plus
+    // the queue_full refusals counted before its batch was taken (strictly increasing in
+    // file order). So over the collected files max(seq) + 1 - count(*) per writer equals the
+    // drops it counted up to its last line (stats().dropped.seq_gaps()), and every file's
+    // first line is unique. A record that does not serialize to a JSON object is then
+    // malformed.
     bool envelope = false;
 };
 

@@ -20,9 +20,9 @@ struct DropCounts {
         return queue_full + oldest_evicted + malformed + write_error + shutdown + unexpected +
                closed;
     }
-    // Drops of records the queue had accepted (and numbered, under WriterOptions::envelope):
-    // all but queue_full and closed, which submit() refused and returned to its caller.
-    std::uint64_t after_accept() const noexcept { return total() - queue_full - closed; }
+    // The drops WriterOptions::envelope's seq numbers leave as gaps: all but `closed` (a
+    // record submitted after async_close() belongs to no numbered stream).
+    std::uint64_t seq_gaps() const noexcept { return total() - closed; }
     friend bool operator==(const DropCounts&, const DropCounts&) = default;
 };
 

@@ -95,6 +95,7 @@ public:
             maybe_wake(s, pos);
     }
     void count_queue_full() noexcept;
+    std::uint64_t queue_full_count() const noexcept;
     void count_closed() noexcept;
     void count_evicted() noexcept;
     // Overflow::block on the caller's thread: wait until the queue may have room or the
