@@ -122,8 +122,8 @@ TEST_CASE("after an idle spell, or with idle_poll 0, the wake-up submit() posts 
     REQUIRE(wait_until([&] { return w.stats().written == 20; }));
     std::uint64_t inside = 0;
     for (int round = 0; round < 5; ++round) {
-        // Long enough for the drain to stop polling and park (it polls for 50 ms).
-        std::this_thread::sleep_for(poll ? 80ms : 5ms);
+        // Until the drain stops polling and parks (it polls for 50 ms): the submit must wake it.
+        REQUIRE(wait_until([&] { return w.drain_parked(); }));
         inside += allocations_in_submits(w, 20 + round, 1, 0us, refused);
         // Each record reaches the file without a flush: the wake-up worked.
         CHECK(wait_until([&] { return w.stats().written == 21u + round; }));
@@ -147,7 +147,7 @@ TEST_CASE("on an executor that is not an io_context's, records are still written
     for (int i = 0; i < 3; ++i) {
         REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
         CHECK(wait_until([&] { return count_lines(w.file_path()) == static_cast<std::size_t>(i) + 1; }));
-        std::this_thread::sleep_for(i == 1 ? 80ms : 1ms);  // once long enough to park
+        if (i == 1) REQUIRE(wait_until([&] { return w.drain_parked(); }));  // once parked
     }
     const auto report = close(w);
     CHECK(report.stats.written == 3);

@@ -144,6 +144,9 @@ public:
     }
 
     WriterStats stats() const noexcept { return core_->stats(); }
+    // Whether the drain is parked: idle past its polling (idle_poll), so the next submit()
+    // posts it a wake-up. For monitoring and tests; any thread.
+    bool drain_parked() const noexcept { return core_->drain_parked(); }
     // The default layout's file (empty before start(), or when inert or disabled). With an
     // open suffix or rotation: the final name of the first file (see files()).
     const std::filesystem::path& file_path() const noexcept { return core_->file_path(); }

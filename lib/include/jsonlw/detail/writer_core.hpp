@@ -80,6 +80,10 @@ public:
         return s == State::created || s == State::running;
     }
     const WriterOptions& options() const noexcept { return opts_; }
+    bool drain_parked() const noexcept
+    {
+        return wake_state_.load(std::memory_order_acquire) == parked;
+    }
     const std::filesystem::path& file_path() const noexcept { return file_path_; }
     std::vector<std::filesystem::path> files() const;
     const std::string& writer_id() const noexcept { return writer_id_; }
