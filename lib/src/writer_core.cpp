@@ -648,7 +648,11 @@ struct WriterCore::Impl {
             }
             if (take == 0) {  // the current file is too full for the next line
                 rotate_main();
-                continue;
+                if (main.size == 0) continue;
+                // It could not rotate (a forked child's copy): the line goes where it can.
+                const std::size_t nl = rest.find('\n');
+                take = nl == std::string_view::npos ? rest.size() : nl + 1;
+                n = 1;
             }
             if (take == rest.size() || n > records_left) n = records_left;
             Lines part{rest.substr(0, take), n, std::min(sanitized_left, n)};

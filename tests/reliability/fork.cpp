@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <set>
 #include <string>
 
@@ -39,6 +40,16 @@ bool drive(asio::io_context& a, asio::io_context& b, Pred pred)
         b.poll();
     }
     return true;
+}
+
+// Waits for the child (a generous deadline); a child that has not exited by then is killed,
+// so a hang fails the test without leaving a process behind.
+bool reap(pid_t pid, int& status)
+{
+    if (wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; })) return true;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return false;
 }
 
 }  // namespace
@@ -88,7 +99,7 @@ TEST_CASE("after fork() a writer inherited by the child never writes into the pa
     io.notify_fork(asio::execution_context::fork_parent);
 
     int status = 0;
-    REQUIRE(wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }));
+    REQUIRE(reap(pid, status));
     REQUIRE(WIFEXITED(status));
     INFO("child exit code bits: 1 submit refused, 2 appends not refused, 4 child wrote, "
          "8/16 child's own writer failed");
@@ -150,7 +161,7 @@ TEST_CASE("after fork() a child closing or reopening its inherited rotating writ
     loop.notify_fork(asio::execution_context::fork_parent);
     io.notify_fork(asio::execution_context::fork_parent);
     int status = 0;
-    REQUIRE(wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }));
+    REQUIRE(reap(pid, status));
     REQUIRE(WIFEXITED(status));
     INFO("child exit code bits: 1 reopen, 2 close did not complete, 4 the parent's file was renamed");
     CHECK(WEXITSTATUS(status) == 0);
@@ -163,4 +174,45 @@ TEST_CASE("after fork() a child closing or reopening its inherited rotating writ
     REQUIRE(drive(loop, io, [&] { return closed; }));
     CHECK(!std::filesystem::exists(open_file));
     CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("after fork() a child's inherited size-rotating writer, whose file is too full for the next line, refuses that line instead of spinning",
+          "[reliability][fork][rotation]")
+{
+    TempDir dir;
+    LogCapture logs;
+    asio::io_context loop, io;
+    auto o = test_options(dir.path(), logs);
+    o.io_executor = io.get_executor();
+    o.rotate_bytes = 50;  // one ~33-byte line fits, two do not
+    TestWriter w(loop.get_executor(), o);
+    w.start();
+    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
+    REQUIRE(drive(loop, io, [&] { return w.stats().written == 1; }));
+
+    loop.notify_fork(asio::execution_context::fork_prepare);
+    io.notify_fork(asio::execution_context::fork_prepare);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        loop.notify_fork(asio::execution_context::fork_child);
+        io.notify_fork(asio::execution_context::fork_child);
+        int code = 0;
+        if (w.submit(rec(2)) != SubmitResult::accepted) code |= 1;
+        // Not rotated (the file is the parent's), not written (refused): counted.
+        if (!drive(loop, io, [&] { return w.stats().dropped.write_error == 1; })) code |= 2;
+        ::_exit(code);
+    }
+    loop.notify_fork(asio::execution_context::fork_parent);
+    io.notify_fork(asio::execution_context::fork_parent);
+    int status = 0;
+    REQUIRE(reap(pid, status));
+    REQUIRE(WIFEXITED(status));
+    INFO("child exit code bits: 1 submit refused, 2 the line was not counted as write_error");
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(w.files().size() == 1);  // the parent's file was neither rotated nor renamed
+    bool closed = false;
+    w.async_close([&](jsonlw::error_code, jsonlw::CloseReport) { closed = true; });
+    REQUIRE(drive(loop, io, [&] { return closed; }));
+    CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{1});
 }
