@@ -2,6 +2,7 @@
 #pragma once
 
 #include <jsonlw/append_result.hpp>
+#include <jsonlw/close_all.hpp>
 #include <jsonlw/durability.hpp>
 #include <jsonlw/error.hpp>
 #include <jsonlw/file_io.hpp>

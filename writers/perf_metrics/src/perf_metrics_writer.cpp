@@ -36,20 +36,13 @@ WriterOptions PerfMetricsWriter::writer_options(std::filesystem::path directory,
                                                 const std::string& kind, PerfMetricsOptions extra)
 {
     WriterOptions o;
+    apply_writer_options(extra, o);  // every field PerfMetricsOptions offers
     o.directory = std::move(directory);
     o.stem = "perf_metrics-" + checked_kind(kind);
     o.subject = subject;
     o.queue_capacity = queue_capacity;
     o.batch_records = batch_records;
     o.shutdown_timeout = shutdown_timeout;
-    o.durability = extra.durability;
-    o.log = std::move(extra.log);
-    o.io_executor = std::move(extra.io_executor);
-    o.file_io = std::move(extra.file_io);
-    o.rotate_bytes = extra.rotate_bytes;
-    o.rotate_interval = extra.rotate_interval;
-    o.open_suffix = std::move(extra.open_suffix);
-    o.envelope = extra.envelope;
     return o;
 }
 

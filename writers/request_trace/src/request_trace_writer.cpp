@@ -30,17 +30,11 @@ WallClock::time_point stamp_of(const RequestTraceRecord& rec) noexcept
 WriterOptions base_options(const RequestTraceOptions& o)
 {
     WriterOptions w;
-    w.directory = o.directory;
+    apply_writer_options(o, w);  // every field RequestTraceOptions offers
     w.stem = "request_trace";
     w.subject = "request trace";
-    w.queue_capacity = o.queue_capacity;
     w.batch_records = RequestTraceWriter::batch_records;
     w.durability = o.durable ? Durability::fsync_batch : Durability::none;
-    w.shutdown_timeout = o.shutdown_timeout;
-    w.log = o.log;
-    w.io_executor = o.io_executor;
-    w.file_io = o.file_io;
-    w.envelope = o.envelope;
     return w;
 }
 

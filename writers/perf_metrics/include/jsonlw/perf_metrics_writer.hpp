@@ -15,9 +15,13 @@
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/log.hpp>
+#include <jsonlw/overflow.hpp>
 #include <jsonlw/perf_metrics_record.hpp>
+#include <jsonlw/writer_options.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -25,10 +29,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace jsonlw {
 
-// What an embedder may set besides the directory and kind (the rest is fixed, see below).
+// What an embedder may set besides the directory and kind: the WriterOptions fields below,
+// under their WriterOptions names and with the defaults TensorRT-LLM's writer has (see
+// WriterOptions for what each does). The rest is fixed (fixed_writer_options, constants of
+// PerfMetricsWriter). Fields in declaration order, for designated initializers.
 struct PerfMetricsOptions {
     // Log sink (default: stderr).
     LogSink log{};
@@ -44,7 +52,28 @@ struct PerfMetricsOptions {
     std::chrono::milliseconds rotate_interval{0};
     std::optional<std::string> open_suffix{};
     bool envelope = false;
+    // Durability::fsync_interval only: longest unsynced data waits for fsync (default 1 s).
+    std::chrono::milliseconds fsync_interval{1000};
+    // Longest a record waits for its batch to fill (default 0: write at once).
+    std::chrono::milliseconds flush_interval{0};
+    // A full queue (1024 records) drops the newest record (default, as TensorRT-LLM's).
+    Overflow overflow = Overflow::drop_newest;
+    // Overflow::block only: longest submit() waits for room (default 100 ms).
+    std::chrono::milliseconds block_timeout{100};
+    // A batch stops growing at this many bytes of records (default 1 MiB).
+    std::size_t batch_bytes = std::size_t{1} << 20;
+    // Permission bits of the files the writer creates (default 0640, before the umask).
+    mode_t file_mode = 0640;
+    // How often an idle drain looks at the queue before it parks (default 1 ms).
+    std::chrono::microseconds idle_poll{1000};
+
+    // Set by PerfMetricsWriter itself: the directory is a constructor argument, the stem
+    // comes from the kind, and the sizes are TensorRT-LLM's constants (queue 1024, batch 64,
+    // shutdown 5 s).
+    static constexpr std::string_view fixed_writer_options[] = {
+        "directory", "stem", "subject", "queue_capacity", "batch_records", "shutdown_timeout"};
 };
+static_assert(covers_writer_options<PerfMetricsOptions>());
 
 class PerfMetricsWriter final : public JsonlRecordWriter<PerfMetricsRecord> {
 public:

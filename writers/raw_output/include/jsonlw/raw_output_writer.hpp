@@ -53,7 +53,15 @@ struct RawOutputOptions {
     std::shared_ptr<FileIo> file_io{};
     // The {"seq","writer"} envelope for loss detection downstream (docs/shipping.md).
     bool envelope = false;
+
+    // WriterOptions fields the writer sets itself: its layout (hour folders, raw-<pid>.jsonl)
+    // fixes stem and subject and has no rotation; file_mode and idle_poll are not offered
+    // yet (the WriterOptions defaults apply).
+    static constexpr std::string_view fixed_writer_options[] = {
+        "stem", "subject", "rotate_bytes", "rotate_interval", "open_suffix", "file_mode",
+        "idle_poll"};
 };
+static_assert(covers_writer_options<RawOutputOptions>());
 
 // What the hook side did (the base's stats() count what reached the writer's queue).
 struct RawOutputCounters {

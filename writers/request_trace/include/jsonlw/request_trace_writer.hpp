@@ -14,10 +14,14 @@
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/log.hpp>
+#include <jsonlw/overflow.hpp>
 #include <jsonlw/request_trace_record.hpp>
 #include <jsonlw/submit_result.hpp>
+#include <jsonlw/writer_options.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -26,6 +30,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace jsonlw {
 
@@ -51,7 +56,22 @@ struct RequestTraceOptions {
     std::optional<boost::asio::any_io_executor> io_executor{};
     // The {"seq","writer"} envelope for loss detection downstream (docs/shipping.md).
     bool envelope = false;
+    // The other WriterOptions fields this writer takes, with WriterOptions' defaults.
+    std::chrono::milliseconds flush_interval{0};  // longest a record waits for its batch
+    Overflow overflow = Overflow::drop_newest;    // what a full queue does to a record
+    std::chrono::milliseconds block_timeout{100};  // Overflow::block only
+    std::size_t batch_bytes = std::size_t{1} << 20;  // a batch stops growing at this size
+    mode_t file_mode = 0640;                      // of the files it creates, before the umask
+    std::chrono::microseconds idle_poll{1000};    // an idle drain's polling before it parks
+
+    // Set by the writer itself: its layout (hour folders, requests/responses files) makes
+    // stem and rotation meaningless, `durable` decides durability (fsync per batch), and
+    // batches are 32 records.
+    static constexpr std::string_view fixed_writer_options[] = {
+        "stem", "subject", "batch_records", "durability", "fsync_interval",
+        "rotate_bytes", "rotate_interval", "open_suffix"};
 };
+static_assert(covers_writer_options<RequestTraceOptions>());
 
 // What record_request()/record_response() report: the base's SubmitResult.
 using RecordResult = SubmitResult;
