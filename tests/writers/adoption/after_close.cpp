@@ -148,7 +148,8 @@ TEST_CASE("steady_seconds gives steady-clock seconds, and nullopt for an unset t
     CHECK_FALSE(jsonlw::steady_seconds({}).has_value());
 
     const jsonlw::PerfMetricsRecord rec = jsonlw::worker_record("7", {.arrival = t, .last_token = t + 250ms});
-    jsonlw::JsonLine line;
+    jsonlw::LineBuffer buf;
+    jsonlw::JsonLine line(buf);
     jsonlw::serialize_perf_metrics(rec, line);
     CHECK(line.view() == R"({"request_id":7,"perf_metrics":{"timing_metrics":{"arrival_time":1.5,)"
                          R"("last_token_time":1.75}},"status":"complete"})");
