@@ -131,6 +131,11 @@ TEST_CASE("after close, on_chunk writes nothing: a final chunk's record is count
     CHECK(report.stats.written == 1);  // the output in flight, written as partial "shutdown"
     CHECK(raw.counters().partial == 1);
 
+    // A new output after close is not kept (it could never be written), so nothing of it
+    // waits in memory; its final chunk is refused by the closed queue and counted.
+    raw.on_chunk({.request_id = 4, .text_diff = "c", .token_ids_diff = {&id, 1}});
+    CHECK(raw.counters().chunks_after_close == 1);
+    CHECK(raw.pending_outputs() == 0);
     raw.on_chunk({.request_id = 2, .text_diff = "b", .token_ids_diff = {&id, 1}, .is_final = true});
     raw.on_request_end(3, "error");  // unknown request: harmless
     CHECK(raw.stats().dropped.closed == 1);

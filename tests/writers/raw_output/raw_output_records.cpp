@@ -88,15 +88,16 @@ TEST_CASE("a record is one line with every field in order", "[raw_output][record
           R"("started_at":"2026-11-04T05:06:07.123456+00:00","finished_at":"2026-11-04T05:06:08.623456+00:00",)"
           R"("streaming":true,"aborted":false,"text":"<think>hi</think>ok","frames":["<think>hi","</think>","ok"],)"
           R"("token_ids":[151667,6023,151668,562],"num_output_tokens":4,"frames_consistent":true})");
-    // Logprobs only when present, parallel to token_ids (unknown positions null); a
-    // non-finite logprob is null and listed in logprobs_nonfinite; ranks and top only when known.
+    // Logprobs only when present, parallel to token_ids (unknown positions null, counted in
+    // logprobs_missing); a non-finite logprob is null and listed in logprobs_nonfinite; ranks
+    // and top only when known.
     CHECK(lines[1] ==
           R"({"event":"raw_output","request_id":"43","disagg_request_id":null,"output_index":0,)"
           R"("started_at":"2026-11-04T05:06:07.123456+00:00","finished_at":"2026-11-04T05:06:08.623456+00:00",)"
           R"("streaming":false,"aborted":true,"text":"<think>hi</think>ok","frames":["<think>hi","</think>","ok"],)"
           R"("token_ids":[151667,6023,151668,562],"num_output_tokens":4,"frames_consistent":false,)"
           R"("logprobs":[-0.25,null,null,null],"ranks":[1,null,null,null],)"
-          R"("top_logprobs":[[[151667,-0.25],[9,-1.5]],[],[],[]],"logprobs_nonfinite":[1],)"
+          R"("top_logprobs":[[[151667,-0.25],[9,-1.5]],[],[],[]],"logprobs_nonfinite":[1],"logprobs_missing":2,)"
           R"("partial":true,"end_reason":"evicted"})");
     const auto records = read_records(dir.path());  // the shape checks, too
     REQUIRE(records.size() == 2);
@@ -419,7 +420,8 @@ TEST_CASE("logprob arrays stay parallel to token_ids when some chunks carry no l
     const std::string& line = records[0].line;
     CHECK(line.find(R"("token_ids":[5,6,7,8,9])") != std::string::npos);
     CHECK(line.find(R"("logprobs":[null,null,-0.5,null,null],"ranks":[null,null,3,null,null],)"
-                    R"("top_logprobs":[[],[],[],[],[[9,null]]],"logprobs_nonfinite":[4])") !=
+                    R"("top_logprobs":[[],[],[],[],[[9,null]]],"logprobs_nonfinite":[4],)"
+                    R"("logprobs_missing":3)") !=
           std::string::npos);
 }
 

@@ -130,7 +130,8 @@ inline Record parse_record(const std::string& line, const std::filesystem::path&
         "streaming", "aborted", "text", "frames", "token_ids", "num_output_tokens",
         "frames_consistent"};
     for (const char* optional : {"logprobs", "ranks", "top_logprobs", "logprobs_nonfinite",
-                                 "first_gen_logits", "first_gen_logits_overflow_to_inf"})
+                                 "logprobs_missing", "first_gen_logits",
+                                 "first_gen_logits_overflow_to_inf"})
         if (std::find(keys.begin(), keys.end(), optional) != keys.end()) expected.push_back(optional);
     if (std::find(keys.begin(), keys.end(), "partial") != keys.end()) {
         expected.push_back("partial");

@@ -35,22 +35,9 @@ using Key = std::pair<std::uint64_t, std::uint32_t>;  // (request_id, output_ind
 WriterOptions writer_options(const RawOutputOptions& o)
 {
     WriterOptions w;
-    w.directory = o.directory;
+    apply_writer_options(o, w);  // every field RawOutputOptions offers, by name
     w.stem = "raw";
     w.subject = "raw output";
-    w.queue_capacity = o.queue_capacity;
-    w.batch_records = o.batch_records;
-    w.batch_bytes = o.batch_bytes;
-    w.flush_interval = o.flush_interval;
-    w.overflow = o.overflow;
-    w.block_timeout = o.block_timeout;
-    w.durability = o.durability;
-    w.fsync_interval = o.fsync_interval;
-    w.shutdown_timeout = o.shutdown_timeout;
-    w.log = o.log;
-    w.io_executor = o.io_executor;
-    w.file_io = o.file_io;
-    w.envelope = o.envelope;
     return w;
 }
 
@@ -127,6 +114,25 @@ void begin(RawOutputRecord& r, const OutputChunk& c, WallClock::time_point now) 
     r.streaming = c.streaming;
 }
 
+// A position without per-token data: no logprob, rank or top-k (written null / null / []).
+bool missing(const TokenLogprob& t) noexcept { return !t.known && !t.rank && t.top.empty(); }
+
+// Extends the logprob entries to `n` positions with "unknown" ones (never shortens: data
+// that arrived early for later positions stays).
+void pad_logprobs(RawOutputRecord& r, std::size_t n)
+{
+    r.logprobs.reserve(n);
+    for (std::size_t i = r.logprobs.size(); i < n; ++i)
+        r.logprobs.push_back(unknown_logprob(i < r.token_ids.size() ? r.token_ids[i] : 0));
+}
+
+void copy_first_gen(RawOutputRecord& r, const FirstGenLogitsView& f)
+{
+    r.first_gen_logits.emplace(FirstGenLogitsData{
+        std::string(f.dtype), f.vocab, std::vector<std::byte>(f.bytes.begin(), f.bytes.end()),
+        f.overflow_to_inf});
+}
+
 // What one chunk adds. May throw (allocation); the caller then drops the output.
 void add(RawOutputRecord& r, const OutputChunk& c)
 {
@@ -134,21 +140,16 @@ void add(RawOutputRecord& r, const OutputChunk& c)
         r.frames_text.append(c.text_diff);
         r.frame_ends.push_back(r.frames_text.size());
     }
-    if (!c.logprobs_diff.empty() || !r.logprobs.empty()) {
-        // Keep the logprob arrays aligned with token_ids: a gap becomes "unknown" entries.
-        for (std::size_t i = r.logprobs.size(); i < r.token_ids.size(); ++i)
-            r.logprobs.push_back(unknown_logprob(r.token_ids[i]));
-        for (std::size_t i = 0; i < c.token_ids_diff.size(); ++i)
-            r.logprobs.push_back(i < c.logprobs_diff.size() ? c.logprobs_diff[i]
-                                                            : unknown_logprob(c.token_ids_diff[i]));
-    }
+    const std::size_t base = r.token_ids.size();
     r.token_ids.insert(r.token_ids.end(), c.token_ids_diff.begin(), c.token_ids_diff.end());
-    if (c.first_gen_logits && !r.first_gen_logits) {
-        const FirstGenLogitsView& f = *c.first_gen_logits;
-        r.first_gen_logits.emplace(FirstGenLogitsData{
-            std::string(f.dtype), f.vocab, std::vector<std::byte>(f.bytes.begin(), f.bytes.end()),
-            f.overflow_to_inf});
+    if (!c.logprobs_diff.empty() || c.token_data_follows || !r.logprobs.empty()) {
+        // Keep the logprob arrays aligned with token_ids: a gap becomes "unknown" entries;
+        // surplus entries of the chunk are ignored.
+        pad_logprobs(r, r.token_ids.size());
+        const std::size_t n = std::min(c.token_ids_diff.size(), c.logprobs_diff.size());
+        for (std::size_t i = 0; i < n; ++i) r.logprobs[base + i] = c.logprobs_diff[i];
     }
+    if (c.first_gen_logits && !r.first_gen_logits) copy_first_gen(r, *c.first_gen_logits);
     r.aborted = r.aborted || c.aborted;
     if (c.disagg_request_id && !r.disagg_request_id) r.disagg_request_id = c.disagg_request_id;
     // The engine's text so far must end with this diff and be as long as the frames: a cheap
@@ -156,6 +157,16 @@ void add(RawOutputRecord& r, const OutputChunk& c)
     if (c.text && !c.is_final &&
         (c.text->size() != r.frames_text.size() || !c.text->ends_with(c.text_diff)))
         r.frames_consistent = false;
+}
+
+// The record leaves the hook: its logprob entries become exactly one per token id (early
+// data past the last token is dropped). Returns the positions without per-token data.
+std::uint64_t settle_logprobs(RawOutputRecord& r) noexcept
+{
+    if (r.logprobs.empty()) return 0;
+    // add() keeps at least one entry per id once there is one (it pads before it returns).
+    if (r.logprobs.size() > r.token_ids.size()) r.logprobs.resize(r.token_ids.size());
+    return std::uint64_t(std::count_if(r.logprobs.begin(), r.logprobs.end(), missing));
 }
 
 void finish(RawOutputRecord& r, const OutputChunk& c, WallClock::time_point now)
@@ -189,11 +200,13 @@ struct RawOutputWriter::State {
     std::atomic<bool> recording;
 
     mutable std::mutex mu;
+    bool closing = false;            // under mu: async_close() ran; no new output is kept
     std::map<Key, Pending> outputs;  // ordered: a request's outputs are adjacent
     std::list<Key> lru;              // front: the most recently updated output
 
     std::atomic<std::uint64_t> finished{0}, partial{0}, evicted{0}, released_empty{0},
-        not_recorded{0}, hook_failures{0};
+        not_recorded{0}, hook_failures{0}, tokens_without_data{0}, token_data_orphaned{0},
+        chunks_after_close{0};
 
     using Iter = std::map<Key, Pending>::iterator;
 
@@ -208,6 +221,12 @@ struct RawOutputWriter::State {
         if (!recording.load(std::memory_order_relaxed)) return false;
         const Key key{c.request_id, c.output_index};
         auto it = outputs.find(key);
+        // After close no output starts: it could never be written. (A final chunk still makes
+        // its one-chunk record below, which the closed queue refuses and counts as closed.)
+        if (it == outputs.end() && closing && !c.is_final) {
+            chunks_after_close.fetch_add(1, std::memory_order_relaxed);
+            return true;
+        }
         if (it == outputs.end() && c.is_final) {
             // A one-chunk output (non-streaming): never enters the map.
             RawOutputRecord r;
@@ -243,7 +262,26 @@ struct RawOutputWriter::State {
                 erase(it);
             }
         }
-        if (done) finished.fetch_add(1, std::memory_order_relaxed);
+        if (done) {
+            finished.fetch_add(1, std::memory_order_relaxed);
+            tokens_without_data.fetch_add(settle_logprobs(*done), std::memory_order_relaxed);
+        }
+        return true;
+    }
+
+    // Per-token data for an output in flight, under the lock. False: no such output. On an
+    // exception (allocation) the output is kept with the entries it had.
+    bool attach(const Key& key, std::size_t position, std::span<const TokenLogprob> data,
+                const std::optional<FirstGenLogitsView>& first_gen)
+    {
+        if (!recording.load(std::memory_order_relaxed)) return false;
+        auto it = outputs.find(key);
+        if (it == outputs.end()) return false;
+        touch(it);
+        RawOutputRecord& r = it->second.rec;
+        pad_logprobs(r, std::max(r.token_ids.size(), position + data.size()));
+        std::copy(data.begin(), data.end(), r.logprobs.begin() + std::ptrdiff_t(position));
+        if (first_gen && !r.first_gen_logits) copy_first_gen(r, *first_gen);
         return true;
     }
 
@@ -277,6 +315,7 @@ struct RawOutputWriter::State {
             out->finished_at = now;
             out->frames_consistent = false;  // no final text to check the frames against
             partial.fetch_add(1, std::memory_order_relaxed);
+            tokens_without_data.fetch_add(settle_logprobs(*out), std::memory_order_relaxed);
         } else {
             released_empty.fetch_add(1, std::memory_order_relaxed);
         }
@@ -303,7 +342,15 @@ void RawOutputWriter::on_disabled()
     disable();
 }
 
-void RawOutputWriter::on_close_requested() { end_all("shutdown"); }
+void RawOutputWriter::on_close_requested()
+{
+    {
+        // Under the lock: a chunk that started an output before this is seen by end_all().
+        std::lock_guard lock(state_->mu);
+        state_->closing = true;
+    }
+    end_all("shutdown");
+}
 
 void RawOutputWriter::on_chunk(const OutputChunk& c) noexcept
 {
@@ -327,6 +374,30 @@ void RawOutputWriter::on_chunk(const OutputChunk& c) noexcept
     if (!taken && c.is_final) not_recorded(1);
     if (evicted) deliver_safely(std::move(*evicted));
     if (done) deliver_safely(std::move(*done));
+}
+
+void RawOutputWriter::on_token_data(std::uint64_t request_id, std::uint32_t output_index,
+                                    std::size_t position, std::span<const TokenLogprob> data,
+                                    std::optional<FirstGenLogitsView> first_gen) noexcept
+{
+    State& s = *state_;
+    if (!s.enabled || (data.empty() && !first_gen)) return;
+    bool attached = false;
+    if (s.recording.load(std::memory_order_acquire)) {
+        try {
+            std::lock_guard lock(s.mu);
+            attached = s.attach(Key{request_id, output_index}, position, data, first_gen);
+        } catch (const std::exception& e) {
+            attached = true;  // the output stays, with the data it had
+            hook_failed(0, e.what());
+        } catch (...) {
+            attached = true;
+            hook_failed(0, "unknown exception");
+        }
+    }
+    if (!attached)
+        s.token_data_orphaned.fetch_add(std::max<std::size_t>(data.size(), 1),
+                                        std::memory_order_relaxed);
 }
 
 void RawOutputWriter::on_request_end(std::uint64_t request_id, std::string_view reason) noexcept
@@ -403,6 +474,9 @@ RawOutputCounters RawOutputWriter::counters() const noexcept
     c.released_empty = s.released_empty.load(std::memory_order_relaxed);
     c.not_recorded = s.not_recorded.load(std::memory_order_relaxed);
     c.hook_failures = s.hook_failures.load(std::memory_order_relaxed);
+    c.tokens_without_data = s.tokens_without_data.load(std::memory_order_relaxed);
+    c.token_data_orphaned = s.token_data_orphaned.load(std::memory_order_relaxed);
+    c.chunks_after_close = s.chunks_after_close.load(std::memory_order_relaxed);
     return c;
 }
 
@@ -556,6 +630,9 @@ void RawOutputWriter::serialize(const RawOutputRecord& r, JsonLine& line)
                 if (nonfinite(r.logprobs[i])) line.value(i);
             line.end_array();
         }
+        // Positions that never got per-token data (a step the snapshot stage dropped).
+        if (const auto n = std::count_if(r.logprobs.begin(), r.logprobs.end(), missing))
+            line.field("logprobs_missing", std::uint64_t(n));
     }
     if (r.first_gen_logits) {
         // TensorRT-LLM's item format, in a one-item list (one per output, as its

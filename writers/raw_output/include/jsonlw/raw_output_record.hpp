@@ -29,7 +29,8 @@ struct TokenLogprob {
     std::optional<std::int32_t> rank{};  // 1 = the most likely token; absent: not computed
     std::vector<TopLogprob> top{};     // the k most likely tokens, best first; may be empty
     // False for a token whose chunk carried no logprob data while others did: written as
-    // null / null / [] without counting as non-finite.
+    // null / null / [] without counting as non-finite (with no rank and no top-k either, the
+    // position counts in the record's logprobs_missing).
     bool known = true;
 };
 
@@ -74,6 +75,11 @@ struct OutputChunk {
     // none). Once any chunk of an output carries some, the record's logprob arrays stay
     // aligned with token_ids: ids without an entry get null, surplus entries are ignored.
     std::span<const TokenLogprob> logprobs_diff{};
+    // The per-token data for these ids comes later, from RawOutputWriter::on_token_data()
+    // (the snapshot stage's results arrive after the engine's tokens, or never for a step
+    // the stage dropped): the record's logprob arrays exist from this chunk on, and every
+    // position that no data reaches is written as null and counted in logprobs_missing.
+    bool token_data_follows = false;
     // The first generated token's whole logits row, when the snapshot stage captured it.
     std::optional<FirstGenLogitsView> first_gen_logits{};
 };

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -53,13 +54,13 @@ struct RawOutputOptions {
     std::shared_ptr<FileIo> file_io{};
     // The {"seq","writer"} envelope for loss detection downstream (docs/shipping.md).
     bool envelope = false;
+    mode_t file_mode = 0640;                       // permission bits of the files it creates
+    std::chrono::microseconds idle_poll{1000};     // as WriterOptions::idle_poll
 
     // WriterOptions fields the writer sets itself: its layout (hour folders, raw-<pid>.jsonl)
-    // fixes stem and subject and has no rotation; file_mode and idle_poll are not offered
-    // yet (the WriterOptions defaults apply).
+    // fixes stem and subject and has no rotation.
     static constexpr std::string_view fixed_writer_options[] = {
-        "stem", "subject", "rotate_bytes", "rotate_interval", "open_suffix", "file_mode",
-        "idle_poll"};
+        "stem", "subject", "rotate_bytes", "rotate_interval", "open_suffix"};
 };
 static_assert(covers_writer_options<RawOutputOptions>());
 
@@ -74,6 +75,15 @@ struct RawOutputCounters {
     std::uint64_t not_recorded = 0;   // outputs lost because the writer is disabled (its
                                       // directory could not be created)
     std::uint64_t hook_failures = 0;  // records lost to an exception inside the hook
+    // Token positions written without per-token data (null logprob, rank and top-k), summed
+    // over the records handed to the queue: the steps the snapshot stage dropped, for one.
+    std::uint64_t tokens_without_data = 0;
+    // Token positions whose on_token_data() found no output in flight (already written,
+    // evicted, or never started): not recorded.
+    std::uint64_t token_data_orphaned = 0;
+    // Non-final chunks of outputs that had not started before async_close(): not kept (the
+    // output could never be written); its final chunk, if it comes, counts as dropped closed.
+    std::uint64_t chunks_after_close = 0;
 };
 
 class RawOutputWriter : public JsonlRecordWriter<RawOutputRecord> {
@@ -84,6 +94,17 @@ public:
     // The post-processor hook: what one output added at one step. A final chunk writes the
     // output's record. Never throws; a failure costs the record and is counted.
     void on_chunk(const OutputChunk& chunk) noexcept;
+
+    // Per-token data that arrives after the tokens it describes (the snapshot stage's results
+    // for a step whose ids the engine already sent with on_chunk): data[i] is for the output's
+    // token at `position + i` (0 = its first generated token). Kept even for positions whose
+    // ids have not arrived yet; entries past the output's last token are ignored when it is
+    // written. first_gen, when given, is the first token's whole logits row (copied). For an
+    // output no longer in flight the data is counted in token_data_orphaned and dropped.
+    // Never throws, never blocks on I/O.
+    void on_token_data(std::uint64_t request_id, std::uint32_t output_index, std::size_t position,
+                       std::span<const TokenLogprob> data,
+                       std::optional<FirstGenLogitsView> first_gen = std::nullopt) noexcept;
 
     // The request ended without final chunks (an error, a cancelled stream): each pending
     // output of it that produced text or tokens is written with "partial": true and
