@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -149,6 +150,10 @@ struct WriterCore::Impl {
         } else {
             own_io.emplace(1);
             io_ex = own_io->get_executor();
+            // Named after the writer's stem ("jsonlw:perf_met"), for top -H and perf sched.
+            std::string name = "jsonlw:" + core.opts_.stem;
+            name.resize(std::min<std::size_t>(name.size(), 15));
+            asio::post(io_ex, [name] { pthread_setname_np(pthread_self(), name.c_str()); });
         }
     }
 

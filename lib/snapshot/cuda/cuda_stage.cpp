@@ -178,7 +178,7 @@ public:
         if (fg.dropped && config_.backpressure == Backpressure::DropStep)
             return counters_.drop(*ring_, v.rows);
 
-        const int slot = ring_->try_acquire();
+        const int slot = acquire_slot(*ring_, config_, counters_);
         if (slot < 0) return counters_.drop(*ring_, v.rows);
         const SlotBuffers& buf = ring_->buffers(slot);
         DeviceSlot& ds = slots_[std::size_t(slot)];

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -17,6 +19,13 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#ifdef __linux__
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace jsonlw::snapshot::detail {
 namespace {
@@ -43,11 +52,14 @@ struct RowJob {
 // calling thread too, and returns when every row is done.
 class RowPool {
 public:
-    explicit RowPool(int workers) : scratch_(std::size_t(workers) + 1)
+    RowPool(int workers, int nice) : scratch_(std::size_t(workers) + 1)
     {
         threads_.reserve(std::size_t(workers));
         for (int i = 0; i < workers; ++i)
-            threads_.emplace_back([this, i] { worker(std::size_t(i) + 1); });
+            threads_.emplace_back([this, i, nice] {
+                lower_priority(i, nice);
+                worker(std::size_t(i) + 1);
+            });
     }
     ~RowPool()
     {
@@ -82,6 +94,26 @@ public:
     }
 
 private:
+    // Named (for top -H, perf sched) and niced: Linux gives each thread its own nice value, so
+    // the loop and the writers' I/O threads preempt a row worker when they wake up.
+    static void lower_priority(int index, int nice) noexcept
+    {
+#ifdef __linux__
+        char name[16];
+        std::snprintf(name, sizeof name, "jsonlw-rows-%d", index + 1);
+        pthread_setname_np(pthread_self(), name);
+        if (nice > 0) {
+            const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+            errno = 0;
+            const int now = ::getpriority(PRIO_PROCESS, tid);
+            if (errno == 0) (void)::setpriority(PRIO_PROCESS, tid, std::min(19, now + nice));
+        }
+#else
+        (void)index;
+        (void)nice;
+#endif
+    }
+
     static void work(RowJob& job, RowScratch& scratch)
     {
         for (int r = job.next.fetch_add(1, std::memory_order_relaxed); r < job.rows;
@@ -126,7 +158,7 @@ private:
 class CpuStage final : public SnapshotStage {
 public:
     CpuStage(const SnapshotConfig& config, BatchSink sink)
-        : config_(config), pool_(workers(config)),
+        : config_(config), pool_(workers(config), config.cpu_worker_nice),
           ring_(SlotRing::create(ring_layout(config), aligned_host_allocator(), std::move(sink)))
     {
     }
@@ -152,7 +184,7 @@ public:
         if (fg.dropped && config_.backpressure == Backpressure::DropStep)
             return counters_.drop(*ring_, v.rows);
 
-        const int slot = ring_->try_acquire();
+        const int slot = acquire_slot(*ring_, config_, counters_);
         if (slot < 0) return counters_.drop(*ring_, v.rows);
         const SlotBuffers& buf = ring_->buffers(slot);
 
@@ -216,6 +248,8 @@ public:
     const SnapshotConfig& config() const noexcept override { return config_; }
 
 private:
+    // Workers besides the capturing thread: cpu_threads - 1, by default one per other core
+    // (niced: they use what the loop and the writers' threads leave).
     static int workers(const SnapshotConfig& c)
     {
         if (c.cpu_threads > 0) return c.cpu_threads - 1;

@@ -77,6 +77,31 @@ int SlotRing::try_acquire() noexcept
     return slot;
 }
 
+int SlotRing::acquire(std::chrono::microseconds max_wait, std::int64_t* waited_ns) noexcept
+{
+    *waited_ns = 0;
+    int slot = try_acquire();
+    if (slot >= 0 || max_wait.count() <= 0) return slot;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto deadline = t0 + max_wait;
+    const int want = static_cast<int>(next_acquire_ % std::uint64_t(layout_.slots));
+    try {
+        // release() stores Free, then reads slot_waiters_; this side counts itself, then reads
+        // the state under the mutex that release() notifies under: no wake-up is lost.
+        std::unique_lock lock(slot_mutex_);
+        slot_waiters_.fetch_add(1, std::memory_order_seq_cst);
+        while (slots_[want].state.load(std::memory_order_seq_cst) != Free &&
+               std::chrono::steady_clock::now() < deadline)
+            slot_cv_.wait_until(lock, deadline);
+        slot_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+    } catch (...) {  // the mutex could not be had: give up at once, the step is dropped
+    }
+    *waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+    return try_acquire();
+}
+
 void SlotRing::commit(int slot, int rows, int first_gen_rows, std::uint32_t first_gen_dropped,
                       std::int64_t t_enqueue_ns) noexcept
 {
@@ -174,7 +199,11 @@ void SlotRing::deliver() noexcept
 void SlotRing::release(int slot) noexcept
 {
     leased_.fetch_sub(1, std::memory_order_relaxed);
-    slots_[slot].state.store(Free, std::memory_order_release);
+    slots_[slot].state.store(Free, std::memory_order_seq_cst);
+    if (slot_waiters_.load(std::memory_order_seq_cst) > 0) {
+        std::lock_guard lock(slot_mutex_);
+        slot_cv_.notify_all();
+    }
 }
 
 bool SlotRing::wait_delivered(std::chrono::steady_clock::time_point deadline)

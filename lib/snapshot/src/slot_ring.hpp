@@ -4,7 +4,7 @@
 // in capture order. Shared by every backend; memory comes from a HostAllocator (aligned host
 // memory for the CPU backend, pinned for CUDA) and is allocated once.
 //
-// Threads: try_acquire/commit/abandon/record_drop on the capturing thread only; complete()
+// Threads: try_acquire/acquire/commit/abandon/record_drop on the capturing thread only; complete()
 // on any thread (a CUDA host function, the watchdog, the capturing thread); release() on any
 // thread (a SlotLease). The sink is called by whichever thread wins delivery, never two at once.
 #pragma once
@@ -63,6 +63,9 @@ public:
     // --- the capturing thread ---
     // The slot for the next step, or -1 when it is still in use (the step must be dropped).
     int try_acquire() noexcept;
+    // try_acquire(), waiting up to max_wait for the slot to be released. *waited_ns gets
+    // how long it waited (0 when the slot was free at once).
+    int acquire(std::chrono::microseconds max_wait, std::int64_t* waited_ns) noexcept;
     // The step in `slot` is enqueued: rows and first-gen entries are (or will be) in its buffers.
     void commit(int slot, int rows, int first_gen_rows, std::uint32_t first_gen_dropped,
                 std::int64_t t_enqueue_ns) noexcept;
@@ -88,6 +91,7 @@ public:
     std::uint64_t failed_batches() const noexcept { return failed_.load(std::memory_order_relaxed); }
     std::uint64_t sink_failures() const noexcept { return sink_failures_.load(std::memory_order_relaxed); }
     std::uint64_t leased() const noexcept { return leased_.load(std::memory_order_relaxed); }
+    int slot_waiters() const noexcept { return slot_waiters_.load(std::memory_order_acquire); }
     std::string last_sink_error() const;
 
 private:
@@ -126,9 +130,12 @@ private:
     std::atomic<bool> recheck_{false};
     std::uint64_t next_deliver_ = 0;  // owned by the delivering thread
 
+    std::atomic<int> slot_waiters_{0};  // the capturing thread, waiting in acquire()
     std::atomic<int> drain_waiters_{0};
     mutable std::mutex drain_mutex_;
     std::condition_variable drain_cv_;
+    std::mutex slot_mutex_;            // acquire()'s wait for a released slot
+    std::condition_variable slot_cv_;
     std::string last_sink_error_;  // under drain_mutex_
 };
 

@@ -53,6 +53,9 @@ void validate_config(const SnapshotConfig& c)
     if (c.watchdog.count() < 1) bad("watchdog must be at least 1 ms");
     if (c.cpu_threads < 0) bad("cpu_threads is negative");
     if (c.cpu_parallel_min_rows < 1) bad("cpu_parallel_min_rows must be at least 1");
+    if (c.cpu_worker_nice < 0 || c.cpu_worker_nice > 19) bad("cpu_worker_nice must be in 0..19");
+    if (c.slot_wait.count() < 0) bad("slot_wait is negative");
+    if (c.slot_wait > std::chrono::seconds(10)) bad("slot_wait must be at most 10 s");
 }
 
 }  // namespace detail

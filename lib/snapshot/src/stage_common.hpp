@@ -7,6 +7,7 @@
 #include <jsonlw/snapshot/first_gen.hpp>
 #include <jsonlw/snapshot/stage.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -95,6 +96,15 @@ public:
         first_gen_rows_.fetch_add(std::uint64_t(fg.rows), std::memory_order_relaxed);
         first_gen_dropped_.fetch_add(fg.dropped, std::memory_order_relaxed);
     }
+    // The slot wait of one capture (acquire()): waited_ns > 0 when it had to wait.
+    void slot_wait(std::int64_t waited_ns, bool timed_out) noexcept
+    {
+        if (waited_ns <= 0 && !timed_out) return;
+        slot_waits_.fetch_add(1, std::memory_order_relaxed);
+        slot_wait_ns_.fetch_add(std::uint64_t(std::max<std::int64_t>(waited_ns, 0)),
+                                std::memory_order_relaxed);
+        if (timed_out) slot_wait_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    }
     void slow_path_rows(std::uint64_t n) noexcept { slow_rows_.fetch_add(n, std::memory_order_relaxed); }
     void first_gen_overflow(std::uint64_t n) noexcept
     {
@@ -127,6 +137,10 @@ public:
         s.first_gen_overflow_to_inf = first_gen_overflow_.load(std::memory_order_relaxed);
         s.slow_path_rows = slow_rows_.load(std::memory_order_relaxed);
         s.watchdog_fires = watchdog_fires_.load(std::memory_order_relaxed);
+        s.slot_waits = slot_waits_.load(std::memory_order_relaxed);
+        s.slot_wait_timeouts = slot_wait_timeouts_.load(std::memory_order_relaxed);
+        s.slot_wait_us = slot_wait_ns_.load(std::memory_order_relaxed) / 1000;
+        s.waiting_for_slot = std::uint64_t(ring.slot_waiters());
         s.in_flight = ring.committed() - ring.delivered();
         s.leased = ring.leased();
         {
@@ -140,9 +154,20 @@ public:
 private:
     std::atomic<std::uint64_t> captured_steps_{0}, captured_rows_{0}, dropped_steps_{0},
         dropped_rows_{0}, invalid_{0}, slow_rows_{0}, first_gen_rows_{0}, first_gen_dropped_{0},
-        first_gen_overflow_{0}, watchdog_fires_{0};
+        first_gen_overflow_{0}, watchdog_fires_{0}, slot_waits_{0}, slot_wait_timeouts_{0},
+        slot_wait_ns_{0};
     mutable std::mutex error_mutex_;
     std::string last_error_;
 };
+
+// The ring slot for the next step, waiting up to config.slot_wait for one (counted); -1: the
+// step is dropped (the caller counts the drop).
+inline int acquire_slot(SlotRing& ring, const SnapshotConfig& c, StageCounters& counters) noexcept
+{
+    std::int64_t waited_ns = 0;
+    const int slot = ring.acquire(c.slot_wait, &waited_ns);
+    counters.slot_wait(waited_ns, slot < 0 && c.slot_wait.count() > 0);
+    return slot;
+}
 
 }  // namespace jsonlw::snapshot::detail

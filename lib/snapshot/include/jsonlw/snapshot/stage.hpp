@@ -4,8 +4,9 @@
 // SnapshotBatch per step, in capture order. Backends: CPU (always built; also the reference)
 // and CUDA (built when nvcc is found; used only when a device is present).
 //
-// Thread-safety: capture() is called by one thread at a time (the decode loop); it never
-// waits for a slot — with none free the step is dropped and counted. stats() and drain() may
+// Thread-safety: capture() is called by one thread at a time (the decode loop); with no free
+// slot it waits at most config.slot_wait (default 0: not at all), then the step is dropped
+// and counted. stats() and drain() may
 // be called from any thread; drain() blocks, so never on an event-loop thread. The sink runs
 // on a stage thread (the capturing thread for the CPU backend, a CUDA driver thread or the
 // stage's watchdog thread for CUDA): it must only hand the batch on (asio_bridge.hpp posts it
@@ -122,6 +123,10 @@ struct SnapshotStats {
     std::uint64_t first_gen_overflow_to_inf = 0;
     std::uint64_t slow_path_rows = 0;     // rows with NaN/+inf (the GPU re-scans their tiles)
     std::uint64_t watchdog_fires = 0;     // slots completed by the watchdog, not the host function
+    std::uint64_t slot_waits = 0;         // captures that found no free slot and waited
+    std::uint64_t slot_wait_timeouts = 0;  // of which none was free by slot_wait: dropped
+    std::uint64_t slot_wait_us = 0;       // total time spent waiting, microseconds
+    std::uint64_t waiting_for_slot = 0;   // 1 while a capture() waits for a slot now
     std::uint64_t in_flight = 0;          // enqueued, not yet delivered
     std::uint64_t leased = 0;             // delivered, lease not yet released
     std::string last_error;
@@ -143,7 +148,8 @@ public:
     // are refused. CUDA: work goes on `stream` (a cudaStream_t; nullptr = the legacy default
     // stream); device buffers must stay unchanged until that stream has passed this point, host
     // views are uploaded before capture() returns (which may then wait for the stream's earlier
-    // work) and may be reused at once. Never throws; never waits for a ring slot.
+    // work) and may be reused at once. Never throws; waits for a ring slot only as long as
+    // config.slot_wait allows.
     virtual CaptureResult capture(const LogitsView& logits, const std::int32_t* sampled_ids,
                                   std::span<const RowMeta> meta, void* stream = nullptr) noexcept = 0;
 

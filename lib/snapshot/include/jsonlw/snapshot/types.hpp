@@ -58,7 +58,8 @@ enum class FirstGenMode : std::uint8_t {
                     // numpy); fp16/fp32 input is captured as in Float16Compat
 };
 
-// What capture() does when no ring slot is free. The decode loop is never blocked.
+// What capture() does when no ring slot is free (after waiting up to
+// SnapshotConfig::slot_wait for one, when that is set; by default it never waits).
 enum class Backpressure : std::uint8_t {
     DropStep,           // the whole step is dropped and counted; the next batch says gap_before
     DropFirstGenFirst,  // also: first-gen rows are dropped (counted) when the slot's first-gen
@@ -89,8 +90,21 @@ struct SnapshotConfig {
     CompletionMode completion = CompletionMode::HostFunc;
     std::chrono::milliseconds watchdog{250};  // a slot overdue this long is checked by query
     Backpressure backpressure = Backpressure::DropFirstGenFirst;
-    int cpu_threads = 0;              // CPU backend workers; 0: hardware_concurrency - 1
+    // How long capture() may wait for a free slot before it drops the step (0, the default:
+    // never wait, drop at once). A bounded stall of the decode loop for engines that prefer
+    // it to lost per-token data; counted in stats().slot_waits / slot_wait_timeouts /
+    // slot_wait_us. At most 10 s.
+    std::chrono::microseconds slot_wait{0};
+    // CPU backend: threads computing rows, the capturing thread included (0, the default:
+    // hardware_concurrency). The workers run at a lower priority (cpu_worker_nice), so they
+    // take only the CPU that the threads draining the results (the loop handling the
+    // batches, the writers' I/O threads) leave: a CPU-bound decode loop cannot starve them.
+    int cpu_threads = 0;
     int cpu_parallel_min_rows = 8;    // batches smaller than this run on one thread
+    // CPU backend: added to the nice value of the pool's worker threads (Linux gives each
+    // thread its own), 0..19, default 10: a nice-0 thread that wakes up preempts a worker and
+    // gets about 10 times its share of a contended core. 0 keeps the process's priority.
+    int cpu_worker_nice = 10;
 };
 
 // status_flags bits of a TokenSnapshot.
