@@ -5,17 +5,27 @@
 // tokens come back to it as snapshot batches, one post per decode step, which become
 // raw-output chunks; a finished request gets its response line and its perf-metrics record.
 // The *engine* is a thread running the decode loop: it admits up to --concurrency requests,
-// builds each step's seeded synthetic logits, samples a token per row, and hands the step to
-// the snapshot stage (CUDA when a GPU is present, else the CPU), never waiting on the server.
+// builds each step's seeded synthetic logits, samples a token per row, sends the step's tokens
+// to the server (the engine owns them: every token reaches the raw-output hook whatever the
+// stage does), and hands the step to the snapshot stage (CUDA when a GPU is present, else the
+// CPU), whose per-token data follows on its own (a step it dropped leaves those positions
+// null, counted), never waiting on the server beyond --stage-wait-ms.
+//
+// At the end it checks, per writer, that every record it should have received (per request
+// one request line, one response line, one perf record, one raw output) was written or
+// dropped with a counted reason (demo_accounting.hpp).
 //
 // For shippers (docs/shipping.md): --envelope numbers every line per writer and writes
 // writers.json after close; --rotate-bytes/--rotate-interval-ms rotate the perf-metrics file;
 // --kafka also sends every line the writers append through KafkaJsonWriter to an in-process
 // mock cluster and reads it back.
 #include "commands.hpp"
+#include "demo_accounting.hpp"
 #include "demo_kafka.hpp"
 #include "demo_options.hpp"
 #include "progress.hpp"
+#include "slow_disk.hpp"
+#include "thread_stats.hpp"
 
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/json_line.hpp>
@@ -57,6 +67,8 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+
 namespace jsonlw::tools {
 namespace {
 
@@ -93,8 +105,19 @@ struct ServerRequest {
     std::uint32_t max_tokens = 0;
     std::uint32_t tokens_seen = 0;
     std::string sse;               // the response body as the client saw it
-    bool engine_done = false;
-    std::uint64_t last_batch = 0;  // steps the engine had enqueued when it finished this one
+};
+
+// One generated token as the engine sends it to the server (before the stage sees the step).
+struct StepToken {
+    std::uint64_t request_id = 0;
+    std::uint32_t step = 0;
+    std::int32_t token = 0;
+};
+
+// A decode step's tokens, posted to the loop once per step.
+struct EngineStep {
+    Clock::time_point produced{};
+    std::vector<StepToken> tokens;
 };
 
 // What the engine knows about a request.
@@ -116,10 +139,10 @@ public:
     explicit Demo(const DemoOptions& o)
         : o_(o),
           kafka_(o.kafka ? std::make_unique<KafkaShip>(loop_.get_executor()) : nullptr),
-          raw_(loop_.get_executor(), raw_options(o, tee("raw_output"))),
-          trace_(loop_.get_executor(), trace_options(o, tee("request_trace"))),
+          raw_(loop_.get_executor(), raw_options(o, file_io("raw_output"))),
+          trace_(loop_.get_executor(), trace_options(o, file_io("request_trace"))),
           perf_(loop_.get_executor(), o.out / "perf_metrics", "server",
-                perf_options(o, tee("perf_metrics"))),
+                perf_options(o, file_io("perf_metrics"))),
           arrival_timer_(loop_),
           server_rng_(o.seed ^ 0x5eedu)
     {
@@ -129,7 +152,10 @@ public:
         sc.max_vocab = int(o.vocab);
         sc.first_gen = snap::FirstGenMode::Float16Compat;
         sc.max_first_gen_rows_per_step = 8;
-        sc.ring_slots = 16;
+        sc.ring_slots = o.ring_slots;
+        sc.slot_wait = std::chrono::milliseconds(o.stage_wait_ms);
+        sc.cpu_threads = o.stage_threads;
+        sc.cpu_worker_nice = o.stage_nice;
         config_ = sc;
         stage_ = snap::SnapshotStage::create(
             sc, o.backend,
@@ -148,7 +174,14 @@ public:
         ProgressOptions po = progress_options;
         po.bytes = false;
         progress_.emplace("demo: requests finished", o_.requests, po);
-        std::thread engine([this] { engine_loop(); });
+        pthread_setname_np(pthread_self(), "demo-loop");
+        std::thread engine([this] {
+            pthread_setname_np(pthread_self(), "demo-engine");
+            engine_loop();
+            // Taken here, after the last request was answered (that stops the engine), while
+            // this thread is still there to be counted.
+            if (o_.thread_stats) thread_stats_ = read_thread_stats();
+        });
         loop_.run();  // until every request has its response (finish_ready stops it)
         engine.join();
         progress_->finish();
@@ -174,9 +207,14 @@ public:
     }
 
 private:
-    std::shared_ptr<FileIo> tee(std::string_view kind) const
+    // The writer's FileIo: the Kafka tee (--kafka), behind a slow disk (--slow-disk-us);
+    // null, the writers' POSIX default, when neither is asked for.
+    std::shared_ptr<FileIo> file_io(std::string_view kind) const
     {
-        return kafka_ ? kafka_->tee(kind) : nullptr;  // null: the writers' POSIX default
+        std::shared_ptr<FileIo> io = kafka_ ? kafka_->tee(kind) : nullptr;
+        if (o_.slow_disk_us)
+            io = std::make_shared<SlowDisk>(std::move(io), std::chrono::microseconds(o_.slow_disk_us));
+        return io;
     }
 
     static RawOutputOptions raw_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
@@ -184,7 +222,7 @@ private:
         RawOutputOptions r;
         r.directory = o.out / "raw_output";
         r.max_pending = o.concurrency * 4 + 64;
-        r.queue_capacity = 4096;
+        r.queue_capacity = o.writer_queue ? o.writer_queue : 4096;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
         return r;
@@ -194,6 +232,7 @@ private:
     {
         RequestTraceOptions r;
         r.directory = o.out / "request_trace";
+        if (o.writer_queue) r.queue_capacity = o.writer_queue;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
         return r;
@@ -202,7 +241,7 @@ private:
     // Rotation is the perf-metrics writer's alone: the other two write hour folders.
     static PerfMetricsOptions perf_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
     {
-        PerfMetricsOptions p;
+        PerfMetricsOptions p;  // its queue is TensorRT-LLM's 1024: --writer-queue leaves it
         p.file_io = std::move(io);
         p.rotate_bytes = o.rotate_bytes;
         p.rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms);
@@ -263,67 +302,64 @@ private:
         if (auto it = server_.find(id); it != server_.end()) it->second.scheduled = at;
     }
 
+    // The engine's tokens of one step: they reach the raw-output hook now, whatever the stage
+    // does with the step; its per-token data follows in on_batch.
+    void on_step(const EngineStep& step)
+    {
+        if (o_.server_us) spin_for(std::chrono::microseconds(o_.server_us));
+        for (const StepToken& t : step.tokens) {
+            auto it = server_.find(t.request_id);
+            if (it == server_.end()) continue;
+            ServerRequest& r = it->second;
+            if (r.tokens_seen == 0) {
+                r.first_token = step.produced;
+                r.server_first_token = Clock::now();
+            }
+            r.last_token = step.produced;
+            ++r.tokens_seen;
+            const char* word = words[std::size_t(t.token) % num_words];
+            text_.assign(r.tokens_seen == 1 ? "" : " ").append(word);
+            OutputChunk c;
+            c.request_id = t.request_id;
+            c.output_index = 0;
+            c.text_diff = text_;
+            c.token_ids_diff = std::span<const std::int32_t>(&t.token, 1);
+            c.token_data_follows = true;  // logprobs, ranks, top-k: from the stage, in on_batch
+            c.streaming = true;
+            raw_.on_chunk(c);
+            fmt::format_to(std::back_inserter(r.sse),
+                           "data: {{\"id\":\"cmpl-{}\",\"choices\":[{{\"index\":0,\"text\":\"{}\"}}]}}\n\n",
+                           r.id, text_);
+        }
+    }
+
+    // The stage's results of one step: copied into the pending outputs, the slot released at
+    // once (record_token_data), then requests this batch settles are answered.
     void on_batch(snap::SnapshotBatch&& b)
     {
         batches_seen_ = b.batch_seq + 1;
-        for (const snap::TokenSnapshot& row : b.rows) {
-            auto it = server_.find(row.request_id);
-            if (it == server_.end()) continue;
-            ServerRequest& r = it->second;
-            const auto produced = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-                std::chrono::nanoseconds(b.t_enqueue_ns)));
-            if (r.tokens_seen == 0) {
-                r.first_token = produced;
-                r.server_first_token = Clock::now();
-            }
-            r.last_token = produced;
-            ++r.tokens_seen;
-            const TokenLogprob lp = token_logprob(row, config_);
-            const std::string text = std::string(r.tokens_seen == 1 ? "" : " ") +
-                                     words[std::size_t(row.sampled_id) % num_words];
-            OutputChunk c;
-            c.request_id = row.request_id;
-            c.output_index = row.seq_index;
-            c.text_diff = text;
-            c.token_ids_diff = std::span<const std::int32_t>(&row.sampled_id, 1);
-            c.logprobs_diff = std::span<const TokenLogprob>(&lp, 1);
-            c.streaming = true;
-            for (const snap::FirstGenLogits& fg : b.first_gen)
-                if (fg.request_id == row.request_id && fg.seq_index == row.seq_index)
-                    c.first_gen_logits = first_gen_view(fg);
-            c.is_final = row.step + 1 == r.max_tokens;
-            raw_.on_chunk(c);
-            r.sse += fmt::format(
-                "data: {{\"id\":\"cmpl-{}\",\"choices\":[{{\"index\":0,\"text\":\"{}\"}}]}}\n\n", r.id,
-                text);
-            if (c.is_final) {
-                r.engine_done = true;  // every step of it is here
-                r.last_batch = 0;
-            }
-        }
+        record_token_data(raw_, std::move(b), config_);
         finish_ready();
     }
 
     void on_finished(std::uint64_t id, std::uint64_t last_batch)
     {
-        auto it = server_.find(id);
-        if (it == server_.end()) return;  // already answered from its final step
-        it->second.engine_done = true;
-        it->second.last_batch = last_batch;
+        // Posted in the engine's order, so last_batch never decreases along the queue.
+        engine_done_.emplace_back(last_batch, id);
         finish_ready();
     }
 
-    // Requests whose engine side finished and whose steps have all been delivered (or
-    // dropped: delivery is in capture order, so a later batch settles an earlier step).
+    // Requests whose engine side finished and whose captured steps have all been delivered
+    // (delivery is in capture order: a request is settled once the batch count it finished
+    // at has arrived). O(1) per request.
     void finish_ready()
     {
-        for (auto it = server_.begin(); it != server_.end();) {
-            ServerRequest& r = it->second;
-            if (r.engine_done && r.last_batch <= batches_seen_) {
-                respond(r);
-                it = server_.erase(it);
-            } else {
-                ++it;
+        while (!engine_done_.empty() && engine_done_.front().first <= batches_seen_) {
+            const std::uint64_t id = engine_done_.front().second;
+            engine_done_.pop_front();
+            if (auto it = server_.find(id); it != server_.end()) {
+                respond(it->second);
+                server_.erase(it);
             }
         }
         if (finished_ == o_.requests) {
@@ -337,13 +373,23 @@ private:
         }
     }
 
+    static void spin_for(std::chrono::microseconds d) noexcept
+    {
+        const auto until = Clock::now() + d;
+        while (Clock::now() < until) {
+        }
+    }
+
     void respond(ServerRequest& r)
     {
-        if (r.tokens_seen < r.max_tokens) {
-            // Steps of it were dropped by the stage: its record says so instead of pretending.
-            raw_.on_request_end(r.id, "steps_dropped");
-            lost_tokens_ += r.max_tokens - r.tokens_seen;
-        }
+        // The final chunk: every token of the output is in; the positions whose step the
+        // stage dropped stay null and are counted in the record's logprobs_missing.
+        OutputChunk last;
+        last.request_id = r.id;
+        last.output_index = 0;
+        last.streaming = true;
+        last.is_final = true;
+        raw_.on_chunk(last);
         r.sse += "data: [DONE]\n\n";
         ResponseTrace resp;
         resp.trace_id = r.trace_id;
@@ -419,6 +465,8 @@ private:
             std::this_thread::sleep_until(next_step);
             if (Clock::now() > next_step + forward_pass) next_step = Clock::now();  // fell behind
             const int rows = int(active.size());
+            EngineStep step;
+            step.tokens.reserve(std::size_t(rows));
             logits.resize(std::size_t(rows) * std::size_t(V) * width);
             sampled.resize(std::size_t(rows));
             meta.resize(std::size_t(rows));
@@ -436,7 +484,13 @@ private:
                                        q.id % o_.first_gen_every == 0;
                 meta[std::size_t(r)] =
                     snap::RowMeta{q.id, 0, q.step, std::uint8_t(first_gen ? snap::RowMeta::first_gen : 0)};
+                step.tokens.push_back(StepToken{q.id, q.step, sampled[std::size_t(r)]});
             }
+            // The tokens go to the server first: they are the engine's, and the stage's
+            // results for them (posted by the sink during capture() on the CPU backend, later
+            // on CUDA) then always find the output they belong to.
+            step.produced = Clock::now();
+            asio::post(loop_, [this, st = std::move(step)] { on_step(st); });
             const snap::LogitsView view{logits.data(), o_.dtype, rows, V, V, -1};
             if (stage_->capture(view, sampled.data(), meta) == snap::CaptureResult::Enqueued)
                 ++enqueued;
@@ -471,43 +525,53 @@ private:
         std::memcpy(row + std::size_t(i) * 2, &h, 2);
     }
 
+    // Exit status: 0 every record written; 3 every record accounted for, some dropped (or
+    // unknown) with a counted reason; 1 records unaccounted for, or a Kafka topic short.
     int summarize(double seconds, const CloseReport (&reports)[3])
     {
-        const char* names[] = {"raw output", "request trace", "perf metrics"};
-        bool lost = false;
         std::printf("jsonlw demo: %llu requests, %llu decode steps in %.2f s "
                     "(snapshot backend %s, %s logits, vocab %u, concurrency %zu, seed %llu)\n",
                     (unsigned long long)finished_, (unsigned long long)steps_.load(), seconds,
                     snap::to_string(stage_->backend()), snap::dtype_name(o_.dtype), unsigned(o_.vocab),
                     o_.concurrency,
                     (unsigned long long)o_.seed);
-        std::printf("\n%-14s %10s %10s %11s %9s %9s %9s\n", "writer", "submitted", "written",
-                    "records/s", "MB", "dropped", "unknown");
-        for (int i = 0; i < 3; ++i) {
-            const WriterStats& s = reports[i].stats;
-            std::printf("%-14s %10llu %10llu %11.0f %9.2f %9llu %9llu\n", names[i],
-                        (unsigned long long)s.submitted, (unsigned long long)s.written,
-                        double(s.written) / seconds, double(s.bytes) / 1e6,
-                        (unsigned long long)s.dropped.total(), (unsigned long long)s.unknown);
-            if (s.dropped.total() || s.unknown || !reports[i].drained) lost = true;
-            if (s.dropped.total())
-                std::printf("  dropped by reason: queue_full %llu, oldest_evicted %llu, malformed %llu, "
-                            "write_error %llu, shutdown %llu, unexpected %llu, closed %llu\n",
-                            (unsigned long long)s.dropped.queue_full,
-                            (unsigned long long)s.dropped.oldest_evicted,
-                            (unsigned long long)s.dropped.malformed,
-                            (unsigned long long)s.dropped.write_error,
-                            (unsigned long long)s.dropped.shutdown,
-                            (unsigned long long)s.dropped.unexpected,
-                            (unsigned long long)s.dropped.closed);
-        }
+        const RawOutputCounters rc = raw_.counters();
+        const WriterAccount accounts[] = {
+            {"raw output", o_.requests, reports[0].stats, reports[0].drained,
+             rc.hook_failures + rc.not_recorded + rc.released_empty},
+            {"request trace", 2 * o_.requests, reports[1].stats, reports[1].drained, 0},
+            {"perf metrics", o_.requests, reports[2].stats, reports[2].drained, 0},
+        };
+        const AccountingVerdict v = print_accounting(stdout, accounts, seconds);
+        bool lost = v.unaccounted != 0;
         const snap::SnapshotStats st = stage_->stats();
-        std::printf("\nsnapshot stage (%s): %llu steps captured (%llu rows), %llu dropped, "
-                    "%llu first-gen rows (%llu dropped); %llu tokens lost to dropped steps\n",
-                    snap::to_string(st.backend), (unsigned long long)st.captured_steps,
-                    (unsigned long long)st.captured_rows, (unsigned long long)st.dropped_steps,
-                    (unsigned long long)st.first_gen_rows, (unsigned long long)st.first_gen_dropped,
-                    (unsigned long long)lost_tokens_);
+        std::printf("\nsnapshot stage (%s): %llu steps, %llu captured (%llu rows), %llu dropped "
+                    "(%.2f %%, %llu rows); %llu waited for a slot (%.1f ms in all, %llu still "
+                    "dropped); %llu first-gen rows (%llu dropped)\n",
+                    snap::to_string(st.backend), (unsigned long long)steps_.load(),
+                    (unsigned long long)st.captured_steps, (unsigned long long)st.captured_rows,
+                    (unsigned long long)st.dropped_steps,
+                    steps_.load() ? 100.0 * double(st.dropped_steps) / double(steps_.load()) : 0.0,
+                    (unsigned long long)st.dropped_rows, (unsigned long long)st.slot_waits,
+                    double(st.slot_wait_us) / 1e3, (unsigned long long)st.slot_wait_timeouts,
+                    (unsigned long long)st.first_gen_rows, (unsigned long long)st.first_gen_dropped);
+        std::printf("per-token data: %llu token positions written without it (null, counted in "
+                    "logprobs_missing), %llu rows of results that found no output\n",
+                    (unsigned long long)rc.tokens_without_data,
+                    (unsigned long long)rc.token_data_orphaned);
+        if (!o_.summary_json.empty()) {
+            const StageAccount sa{steps_.load(), st.captured_steps, st.dropped_steps, st.dropped_rows,
+                                  st.slot_waits, st.slot_wait_timeouts, st.slot_wait_us,
+                                  rc.tokens_without_data, rc.token_data_orphaned};
+            if (!write_summary_json(o_.summary_json, seconds, finished_, accounts, sa)) {
+                std::fprintf(stderr, "jsonlw demo: cannot write %s\n", o_.summary_json.c_str());
+                lost = true;
+            }
+        }
+        if (o_.thread_stats) {
+            std::printf("\nthreads (Linux /proc schedstat and status, when the engine stopped):\n");
+            print_thread_stats(stdout, thread_stats_);
+        }
         if (kafka_ && !kafka_->summarize(o_.out)) lost = true;
         if (o_.envelope && !write_writers_json(reports)) lost = true;
         std::printf("\nfiles under %s:\n", o_.out.c_str());
@@ -519,7 +583,8 @@ private:
             std::printf("  %s (%s)\n", f.lexically_relative(o_.out).c_str(),
                         format_bytes(double(std::filesystem::file_size(f))).c_str());
         std::fflush(stdout);
-        return lost ? 1 : 0;
+        if (lost) return 1;
+        return v.dropped != 0 || v.unknown != 0 || !v.drained ? 3 : 0;
     }
 
     // With --envelope: <out>/writers.json, what each writer says it wrote and dropped, so
@@ -579,7 +644,9 @@ private:
     std::uint64_t arrived_ = 0;
     std::uint64_t finished_ = 0;
     std::uint64_t batches_seen_ = 0;
-    std::uint64_t lost_tokens_ = 0;
+    std::deque<std::pair<std::uint64_t, std::uint64_t>> engine_done_;  // (last_batch, id)
+    std::string text_;  // one token's text, reused
+    std::vector<ThreadStat> thread_stats_;
 
     // the engine side
     std::mutex admission_mutex_;

@@ -91,6 +91,33 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
                 return bad();
         } else if (a == "--kafka") {
             o.kafka = true;
+        } else if (a == "--ring-slots") {
+            if (!value(v)) return false;
+            if (!number(v, o.ring_slots) || o.ring_slots < 2 || o.ring_slots > 1024) return bad();
+        } else if (a == "--stage-threads") {
+            if (!value(v)) return false;
+            if (!number(v, o.stage_threads) || o.stage_threads < 0 || o.stage_threads > 256) return bad();
+        } else if (a == "--stage-nice") {
+            if (!value(v)) return false;
+            if (!number(v, o.stage_nice) || o.stage_nice < 0 || o.stage_nice > 19) return bad();
+        } else if (a == "--stage-wait-ms") {
+            if (!value(v)) return false;
+            if (!number(v, o.stage_wait_ms) || o.stage_wait_ms > 10'000) return bad();
+        } else if (a == "--writer-queue") {
+            if (!value(v)) return false;
+            if (!number(v, o.writer_queue) || o.writer_queue > (std::size_t{1} << 24)) return bad();
+        } else if (a == "--slow-disk-us") {
+            if (!value(v)) return false;
+            if (!number(v, o.slow_disk_us) || o.slow_disk_us > 10'000'000) return bad();
+        } else if (a == "--server-us") {
+            if (!value(v)) return false;
+            if (!number(v, o.server_us) || o.server_us > 10'000'000) return bad();
+        } else if (a == "--summary-json") {
+            if (!value(v)) return false;
+            if (v.empty()) return bad();
+            o.summary_json = std::string(v);
+        } else if (a == "--thread-stats") {
+            o.thread_stats = true;
         } else {
             error = "unknown argument " + std::string(a);
             return false;

@@ -34,6 +34,22 @@ struct DemoOptions {
     std::uint64_t rotate_interval_ms = 0;  // --rotate-interval-ms N: ... or after N ms (0: never)
     bool kafka = false;                // --kafka: also ship every line through KafkaJsonWriter
                                        // to an in-process mock cluster, and read it back
+    // Load and faults (docs/reliability.md, "The main job under overload"):
+    int ring_slots = 16;               // --ring-slots N: the snapshot stage's result slots
+    int stage_threads = 0;             // --stage-threads N: CPU backend threads computing rows,
+                                       // the engine's included (0: the stage's default)
+    int stage_nice = 10;               // --stage-nice N: added to the row workers' nice value
+    std::uint32_t stage_wait_ms = 0;   // --stage-wait-ms W: capture() waits up to W ms for a
+                                       // free slot before it drops the step (0: drop at once)
+    std::size_t writer_queue = 0;      // --writer-queue N: queue capacity of the raw-output and
+                                       // request-trace writers (0: the demo's defaults; perf
+                                       // metrics keeps TensorRT-LLM's 1024)
+    std::uint32_t slow_disk_us = 0;    // --slow-disk-us U: every append waits U us first
+    std::uint32_t server_us = 0;       // --server-us U: the server spends U us of CPU per step
+    std::filesystem::path summary_json{};  // --summary-json FILE: the accounting as JSON
+                                           // (jsonlw-bench --scenario serving-overload)
+    bool thread_stats = false;         // --thread-stats: per-thread CPU, run-queue wait and
+                                       // context switches at the end (Linux /proc)
 };
 
 // Parses the arguments after "demo". On an error returns false with a one-line reason.

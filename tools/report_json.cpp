@@ -103,6 +103,7 @@ std::string report_json(const Report& r)
     j.key("logprobs").begin_object();
     j.field("outputs", raw.with_logprobs).field("values", raw.logprob_values).field("nulls", raw.logprob_nulls);
     j.field("nonfinite_positions", raw.nonfinite_positions).field("misaligned_outputs", raw.logprob_misaligned);
+    j.field("missing_positions", raw.missing_positions);
     j.key("mean_per_token");
     if (raw.logprob_values) j.number_or_null(raw.logprob_sum / static_cast<double>(raw.logprob_values));
     else j.null();

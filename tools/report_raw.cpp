@@ -166,6 +166,8 @@ void RawOutputAccumulator::logprobs(object rec, std::uint64_t token_count)
     array nonfinite;
     if (rec.at_key("logprobs_nonfinite").get(nonfinite) == simdjson::SUCCESS)
         nonfinite_positions += nonfinite.size();
+    std::uint64_t missing = 0;
+    if (rec.at_key("logprobs_missing").get(missing) == simdjson::SUCCESS) missing_positions += missing;
 }
 
 void RawOutputAccumulator::first_gen(array items)
@@ -211,6 +213,7 @@ void RawOutputAccumulator::merge(RawOutputAccumulator&& o)
     logprob_nulls += o.logprob_nulls;
     logprob_misaligned += o.logprob_misaligned;
     nonfinite_positions += o.nonfinite_positions;
+    missing_positions += o.missing_positions;
     logprob_sum += o.logprob_sum;
     mean_logprob_per_output.merge(std::move(o.mean_logprob_per_output));
     with_ranks += o.with_ranks;

@@ -40,6 +40,7 @@ public:
     std::uint64_t logprob_nulls = 0;           // null entries
     std::uint64_t logprob_misaligned = 0;      // outputs whose logprobs length != len(token_ids)
     std::uint64_t nonfinite_positions = 0;     // sum of len(logprobs_nonfinite)
+    std::uint64_t missing_positions = 0;       // sum of logprobs_missing (no per-token data)
     double logprob_sum = 0;
     SampleSet mean_logprob_per_output;         // one value per output with a finite logprob
     std::uint64_t with_ranks = 0, ranked_tokens = 0, rank1_tokens = 0;

@@ -105,9 +105,11 @@ std::string report_text(const Report& r)
             fmt::format_to(out, "    num_output_tokens != len(token_ids): {}; fields of the wrong type: {}\n",
                            raw.token_count_mismatch, raw.schema_errors);
         if (raw.with_logprobs > 0) {
-            fmt::format_to(out, "    logprobs: {} outputs, {} values, {} null ({} non-finite positions), "
-                                "{} outputs misaligned with token_ids; mean {:.4f} per token\n",
+            fmt::format_to(out, "    logprobs: {} outputs, {} values, {} null ({} non-finite positions, {} "
+                                "without per-token data), {} outputs misaligned with token_ids; mean "
+                                "{:.4f} per token\n",
                            raw.with_logprobs, raw.logprob_values, raw.logprob_nulls, raw.nonfinite_positions,
+                           raw.missing_positions,
                            raw.logprob_misaligned,
                            raw.logprob_values ? raw.logprob_sum / static_cast<double>(raw.logprob_values) : 0.0);
             summary_row(out, "mean logprob", r.mean_logprob_per_output, raw.mean_logprob_per_output.missing, 0, 4);

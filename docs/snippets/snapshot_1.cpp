@@ -1,4 +1,5 @@
-// A decode loop that captures each step and feeds the raw-output writer (docs/snapshot.md).
+// A decode loop whose tokens reach the raw-output writer at every step, with the snapshot
+// stage's per-token data following (docs/snapshot.md).
 #include <jsonlw/raw_output_snapshot.hpp>
 #include <jsonlw/raw_output_writer.hpp>
 #include <jsonlw/snapshot/asio_bridge.hpp>
@@ -24,23 +25,11 @@ int main()
 
     snap::SnapshotConfig config{.k = 5, .first_gen = snap::FirstGenMode::Float16Compat,
                                 .max_rows = 8, .max_vocab = 1000, .ring_slots = 16};
-    // Each batch reaches the loop through one post; there, every row becomes a chunk.
+    // Each batch reaches the loop through one post; record_token_data() copies its rows into
+    // the outputs' records and releases the batch's ring slot before it returns.
     auto on_batch = [&writer, config](snap::SnapshotBatch&& batch) {
-        for (const snap::TokenSnapshot& row : batch.rows) {
-            const jsonlw::TokenLogprob lp = jsonlw::token_logprob(row, config);
-            const std::string text = " t" + std::to_string(row.sampled_id);
-            jsonlw::OutputChunk chunk{.request_id = row.request_id,
-                                      .output_index = row.seq_index,
-                                      .text_diff = text,
-                                      .token_ids_diff = {&row.sampled_id, 1},
-                                      .is_final = row.step == 9,
-                                      .logprobs_diff = {&lp, 1}};
-            for (const snap::FirstGenLogits& fg : batch.first_gen)
-                if (fg.request_id == row.request_id && fg.seq_index == row.seq_index)
-                    chunk.first_gen_logits = jsonlw::first_gen_view(fg);
-            writer.on_chunk(chunk);
-        }
-    };  // the batch (and its ring slot) is released here
+        jsonlw::record_token_data(writer, std::move(batch), config);
+    };
     auto stage = snap::SnapshotStage::create(config, snap::Backend::Auto,
                                              snap::post_batches(loop.get_executor(), on_batch));
     std::thread loop_thread([&loop] {
@@ -49,31 +38,46 @@ int main()
     });
 
     // The decode loop: 2 requests, 10 steps, logits on the host (a GPU engine passes device
-    // pointers and its stream instead).
+    // pointers and its stream instead). The engine owns the tokens: each step's text and ids
+    // go to the writer first, whatever the stage then does with the step.
     constexpr int rows = 2, vocab = 1000;
+    const std::uint64_t ids[rows] = {101, 102};
     std::mt19937 rng(1);
     std::normal_distribution<float> normal(0.f, 2.f);
     std::vector<float> logits(rows * vocab);
     for (std::uint32_t step = 0; step < 10; ++step) {
         for (float& x : logits) x = normal(rng);
         const std::int32_t sampled[rows] = {std::int32_t(rng() % vocab), std::int32_t(rng() % vocab)};
+        for (int r = 0; r < rows; ++r) {
+            const std::string text = " t" + std::to_string(sampled[r]);
+            boost::asio::post(loop, [&writer, id = ids[r], text, token = sampled[r]] {
+                writer.on_chunk({.request_id = id, .text_diff = text, .token_ids_diff = {&token, 1},
+                                 .streaming = true, .token_data_follows = true});
+            });
+        }
         const std::uint8_t first = step == 0 ? snap::RowMeta::first_gen : 0;
-        const snap::RowMeta meta[rows] = {{101, 0, step, first}, {102, 0, step, first}};
+        const snap::RowMeta meta[rows] = {{ids[0], 0, step, first}, {ids[1], 0, step, first}};
         const snap::LogitsView view{logits.data(), snap::LogitDType::F32, rows, vocab, vocab, -1};
         if (stage->capture(view, sampled, meta) != snap::CaptureResult::Enqueued)
-            std::fprintf(stderr, "step %u not captured\n", step);  // counted in stats()
+            std::fprintf(stderr, "step %u not captured\n", step);  // its positions stay null
     }
 
-    // Every step reached the sink (drain, off the loop: it blocks), then the loop ran the
-    // handlers posted before this round trip: only now may the writer close.
+    // Every step reached the sink (drain, off the loop: it blocks); the final chunks go after
+    // the batches on the loop, so each output is written with all the data that arrived.
     stage->drain(std::chrono::seconds(5));
+    for (std::uint64_t id : ids)
+        boost::asio::post(loop, [&writer, id] {
+            writer.on_chunk({.request_id = id, .is_final = true, .streaming = true});
+        });
     boost::asio::post(loop, boost::asio::use_future).get();
     const auto report = writer.async_close(boost::asio::use_future).get();
     loop.stop();
     loop_thread.join();
     const snap::SnapshotStats st = stage->stats();
-    std::printf("backend %s: %llu steps captured, %llu dropped; %llu records written\n",
+    std::printf("backend %s: %llu steps captured, %llu dropped; %llu records written, "
+                "%llu token positions without per-token data\n",
                 snap::to_string(st.backend), (unsigned long long)st.captured_steps,
-                (unsigned long long)st.dropped_steps, (unsigned long long)report.stats.written);
+                (unsigned long long)st.dropped_steps, (unsigned long long)report.stats.written,
+                (unsigned long long)writer.counters().tokens_without_data);
     return report.stats.written == 2 && st.dropped_steps == 0 ? 0 : 1;
 }

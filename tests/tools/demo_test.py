@@ -35,15 +35,19 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("demo exits 0", p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
     print(p.stdout)
 
-    # The writers' counters, as the demo prints them.
+    # The writers' counters, as the demo prints them: expected, written, dropped, unknown,
+    # unaccounted, records/s, MB.
     written = {}
+    expected_records = {"raw output": 60, "request trace": 120, "perf metrics": 60}
     for name in ("raw output", "request trace", "perf metrics"):
-        m = re.search(rf"^{name}\s+(\d+)\s+(\d+)\s+\S+\s+\S+\s+(\d+)\s+(\d+)$", p.stdout, re.M)
+        m = re.search(rf"^{name}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(-?\d+)\s+\S+\s+\S+$",
+                      p.stdout, re.M)
         expect(f"demo prints the {name} writer's counters", m is not None)
         if m:
-            submitted, wrote, dropped, unknown = map(int, m.groups())
-            expect(f"{name}: everything submitted was written", submitted == wrote and dropped == 0
-                   and unknown == 0, m.group(0))
+            expected, wrote, dropped, unknown, unaccounted = map(int, m.groups())
+            expect(f"{name}: every expected record was written", expected == wrote
+                   == expected_records[name] and dropped == 0 and unknown == 0
+                   and unaccounted == 0, m.group(0))
             written[name] = wrote
     expect("every request finished", "jsonlw demo: 60 requests" in p.stdout)
 
