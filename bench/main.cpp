@@ -36,7 +36,7 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
   --records N      throughput: records per run of 250 B (default 2000000; --quick 20000);
                    larger records fill the same bytes
   --scenario NAME  run only these (repeatable, or several names): throughput, submit,
-                   overload, drain, serialization, snapshot, report
+                   overload, drain, serialization, snapshot, report, serving-overload
   --pairs N        measured rounds after the warm-up (default 5)
 
 The table goes to stdout, progress to stderr. Exit status 1 when a run failed a check
@@ -44,7 +44,8 @@ The table goes to stdout, progress to stderr. Exit status 1 when a run failed a 
 )";
 
 const std::vector<std::string> all_scenarios = {"overload", "throughput", "submit", "drain",
-                                                "serialization", "snapshot", "report"};
+                                                "serialization", "snapshot", "report",
+                                                "serving-overload"};
 
 std::string read_first(const char* path, const std::string& prefix)
 {
@@ -212,6 +213,7 @@ int main(int argc, char** argv)
     if (wanted("serialization")) bench::serialization_scenario(cfg, report);
     if (wanted("snapshot")) bench::snapshot_scenario(cfg, report);
     if (wanted("report")) bench::report_scenario(cfg, report);
+    if (wanted("serving-overload")) bench::serving_overload_scenario(cfg, report);
 
     report.machine.emplace_back("load at end", load_average());
     report.wall_seconds = bench::seconds_since(t0);

@@ -28,6 +28,8 @@ void serialization_scenario(const Config& cfg, Report& report);
 void snapshot_scenario(const Config& cfg, Report& report);
 // jsonlw report over demo output (1 GB; --quick 64 MB) next to a bare iterate_many pass.
 void report_scenario(const Config& cfg, Report& report);
+// The main job past its load: jsonlw demo at 1x, 2x, 4x the rate it sustains without drops.
+void serving_overload_scenario(const Config& cfg, Report& report);
 
 // Progress on stderr: "[  12 s] text".
 void progress(const std::string& text);

@@ -39,8 +39,10 @@ struct DemoOptions {
     int stage_threads = 0;             // --stage-threads N: CPU backend threads computing rows,
                                        // the engine's included (0: the stage's default)
     int stage_nice = 10;               // --stage-nice N: added to the row workers' nice value
-    std::uint32_t stage_wait_ms = 0;   // --stage-wait-ms W: capture() waits up to W ms for a
-                                       // free slot before it drops the step (0: drop at once)
+    std::uint32_t stage_wait_ms = 5;   // --stage-wait-ms W: capture() waits up to W ms for a
+                                       // free slot before it drops the step (0: drop at once):
+                                       // with --step-us 0 a step lasts ~0.2 ms, so the ring's
+                                       // 16 slots are 3 ms of slack a scheduling hiccup eats
     std::size_t writer_queue = 0;      // --writer-queue N: queue capacity of the raw-output and
                                        // request-trace writers (0: the demo's defaults; perf
                                        // metrics keeps TensorRT-LLM's 1024)

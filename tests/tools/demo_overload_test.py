@@ -50,6 +50,7 @@ with tempfile.TemporaryDirectory() as tmp:
             "--concurrency", "16", "--vocab", "2048", "--tokens", "4-16", "--backend", "cpu",
             "--first-gen-every", "10",
             "--ring-slots", "2", "--server-us", "2000",          # the stage drops steps
+            "--stage-wait-ms", "0",                              # ... at once
             "--writer-queue", "2", "--slow-disk-us", "20000",    # the writers drop records
             "--out", out]
     p = subprocess.run(args, capture_output=True, text=True, timeout=300)
