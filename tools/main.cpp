@@ -27,7 +27,9 @@ errors go to stderr.
 constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] [--concurrency C] [--vocab V] [--seed S]
             [--out DIR] [--backend auto|cpu|cuda] [--dtype bf16|f16|f32] [--tokens MIN-MAX]
             [--top-k K] [--step-us U] [--first-gen-every N] [--envelope]
-            [--rotate-bytes N] [--rotate-interval-ms N] [--kafka]
+            [--rotate-bytes N] [--rotate-interval-ms N] [--kafka] [--ring-slots N]
+            [--stage-wait-ms W] [--stage-threads N] [--stage-nice N] [--server-us U]
+            [--writer-queue N] [--slow-disk-us U] [--thread-stats] [--summary-json FILE]
   A simulated LLM server: requests arrive on an Asio loop, an engine thread decodes them and
   runs the token/logit snapshot stage on every step; the perf-metrics, raw-output and
   request-trace writers write under DIR, then it reports on them as `jsonlw report DIR` does.
@@ -60,8 +62,20 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
                         the demo prints per topic: submitted, delivered, failed, consumed,
                         and whether the topic holds exactly the files' lines. Needs a jsonlw
                         built with librdkafka (exit status 2 otherwise)
-  exit status: 0 ok; 1 a writer lost records, a line did not reach Kafka (--kafka), or the
-               report found malformed lines; 2 bad arguments
+    --ring-slots N      the snapshot stage's result slots (default 16)
+    --stage-wait-ms W   wait up to W ms for a free slot before a step is dropped (default 5;
+                        0: drop at once); a dropped step's positions are null, counted
+    --stage-threads N   CPU backend: threads computing rows (default 0: every core)
+    --stage-nice N      CPU backend: nice added to the row workers (default 10)
+    --server-us U       the server spends U us of CPU on each step (a slow loop)
+    --writer-queue N    queue capacity of the raw-output and request-trace writers
+    --slow-disk-us U    every append waits U us first (a slow disk)
+    --thread-stats      per-thread CPU, run-queue wait and context switches at the end
+    --summary-json FILE the per-writer accounting and the stage's figures as JSON
+  Per writer the demo prints expected = written + dropped + unknown, and unaccounted.
+  exit status: 0 every record written; 3 every record accounted for, some dropped (or
+               unknown) with a counted reason; 1 records unaccounted for, a line did not
+               reach Kafka (--kafka), or the report found malformed lines; 2 bad arguments
 )";
 
 constexpr std::string_view report_help = R"(jsonlw report DIR [--html FILE] [--json] [--jobs N] [--quiet] [--verify-logits]
