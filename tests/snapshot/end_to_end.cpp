@@ -11,6 +11,7 @@
 #include <jsonlw/snapshot/stage.hpp>
 
 #include "io_runner.hpp"
+#include "stage_support.hpp"
 #include "temp_dir.hpp"
 #include "wait.hpp"
 
@@ -30,20 +31,7 @@
 using namespace jsonlw::snapshot;
 using namespace std::chrono_literals;
 
-namespace {
-
-std::vector<std::string> lines_under(const std::filesystem::path& dir)
-{
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-        if (!e.is_regular_file() || e.path().extension() != ".jsonl") continue;
-        std::ifstream in(e.path());
-        for (std::string line; std::getline(in, line);) out.push_back(line);
-    }
-    return out;
-}
-
-}  // namespace
+using jsonlw_test::lines_under;
 
 TEST_CASE("captured steps become raw-output records whose logprobs, ranks and top_logprobs match the reference", "[snapshot][end_to_end]")
 {

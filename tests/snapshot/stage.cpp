@@ -10,6 +10,7 @@
 #include <jsonlw/snapshot/stage.hpp>
 
 #include "../../lib/snapshot/src/slot_ring.hpp"
+#include "stage_support.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -27,55 +28,10 @@
 
 using namespace jsonlw::snapshot;
 using namespace std::chrono_literals;
+using jsonlw_test::Keeper;
+using jsonlw_test::Step;
 
 namespace {
-
-// Host logits of a seeded normal distribution, with meta and sampled ids.
-struct Step {
-    int rows, vocab;
-    std::vector<float> logits;
-    std::vector<std::int32_t> sampled;
-    std::vector<RowMeta> meta;
-
-    Step(int rows_, int vocab_, std::uint64_t seed, std::uint32_t step = 0)
-        : rows(rows_), vocab(vocab_), logits(std::size_t(rows_) * std::size_t(vocab_)),
-          sampled(std::size_t(rows_)), meta(std::size_t(rows_))
-    {
-        std::mt19937_64 rng(seed);
-        std::normal_distribution<float> normal(0.f, 3.f);
-        for (float& x : logits) x = normal(rng);
-        for (int r = 0; r < rows; ++r) {
-            sampled[std::size_t(r)] = std::int32_t(rng() % std::uint64_t(vocab));
-            meta[std::size_t(r)] = RowMeta{1000u + std::uint64_t(r), std::uint32_t(r % 2), step, 0};
-        }
-    }
-    LogitsView view() const
-    {
-        return LogitsView{logits.data(), LogitDType::F32, rows, vocab, vocab, -1};
-    }
-    CaptureResult capture(SnapshotStage& s) const { return s.capture(view(), sampled.data(), meta); }
-};
-
-// A sink that keeps every batch (and so its lease) until told to let go.
-struct Keeper {
-    std::mutex mutex;
-    std::vector<SnapshotBatch> batches;
-    std::vector<std::thread::id> threads;
-
-    BatchSink sink()
-    {
-        return [this](SnapshotBatch&& b) {
-            std::lock_guard lock(mutex);
-            threads.push_back(std::this_thread::get_id());
-            batches.push_back(std::move(b));
-        };
-    }
-    std::size_t size()
-    {
-        std::lock_guard lock(mutex);
-        return batches.size();
-    }
-};
 
 SnapshotConfig small_config()
 {

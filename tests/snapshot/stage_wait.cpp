@@ -6,6 +6,7 @@
 
 #include <jsonlw/snapshot/stage.hpp>
 
+#include "stage_support.hpp"
 #include "wait.hpp"
 
 #include <sys/resource.h>
@@ -23,52 +24,10 @@
 
 using namespace jsonlw::snapshot;
 using namespace std::chrono_literals;
+using jsonlw_test::Keeper;
+using jsonlw_test::Step;
 
 namespace {
-
-struct Step {
-    int rows, vocab;
-    std::vector<float> logits;
-    std::vector<std::int32_t> sampled;
-    std::vector<RowMeta> meta;
-
-    Step(int rows_, int vocab_, std::uint64_t seed)
-        : rows(rows_), vocab(vocab_), logits(std::size_t(rows_) * std::size_t(vocab_)),
-          sampled(std::size_t(rows_)), meta(std::size_t(rows_))
-    {
-        std::mt19937_64 rng(seed);
-        std::normal_distribution<float> normal(0.f, 3.f);
-        for (float& x : logits) x = normal(rng);
-        for (int r = 0; r < rows; ++r) {
-            sampled[std::size_t(r)] = std::int32_t(rng() % std::uint64_t(vocab));
-            meta[std::size_t(r)] = RowMeta{1000u + std::uint64_t(r), 0, 0, 0};
-        }
-    }
-    CaptureResult capture(SnapshotStage& s) const
-    {
-        const LogitsView v{logits.data(), LogitDType::F32, rows, vocab, vocab, -1};
-        return s.capture(v, sampled.data(), meta);
-    }
-};
-
-// A sink that keeps every batch (and so its slot) until the test lets go.
-struct Keeper {
-    std::mutex mutex;
-    std::vector<SnapshotBatch> batches;
-
-    BatchSink sink()
-    {
-        return [this](SnapshotBatch&& b) {
-            std::lock_guard lock(mutex);
-            batches.push_back(std::move(b));
-        };
-    }
-    void release(std::size_t i)
-    {
-        std::lock_guard lock(mutex);
-        batches[i].lease.release();
-    }
-};
 
 SnapshotConfig two_slots(std::chrono::microseconds wait)
 {

@@ -11,6 +11,7 @@
 
 #include "io_runner.hpp"
 #include "temp_dir.hpp"
+#include "stage_support.hpp"
 #include "wait.hpp"
 
 #include <simdjson.h>
@@ -24,19 +25,10 @@
 
 using namespace jsonlw::snapshot;
 using namespace std::chrono_literals;
+using jsonlw_test::Keeper;
+using jsonlw_test::lines_under;
 
 namespace {
-
-std::vector<std::string> lines_under(const std::filesystem::path& dir)
-{
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-        if (!e.is_regular_file() || e.path().extension() != ".jsonl") continue;
-        std::ifstream in(e.path());
-        for (std::string line; std::getline(in, line);) out.push_back(line);
-    }
-    return out;
-}
 
 // The engine's side of one token: text and id, per-token data to follow.
 void send_token(jsonlw::RawOutputWriter& w, std::uint64_t id, std::int32_t token)
@@ -69,18 +61,6 @@ jsonlw::TokenLogprob known(std::int32_t id, double lp, std::int32_t rank)
     t.top = {{id, lp}};
     return t;
 }
-
-struct Keeper {
-    std::mutex mutex;
-    std::vector<SnapshotBatch> batches;
-    BatchSink sink()
-    {
-        return [this](SnapshotBatch&& b) {
-            std::lock_guard lock(mutex);
-            batches.push_back(std::move(b));
-        };
-    }
-};
 
 }  // namespace
 
