@@ -3,13 +3,55 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace jsonlw {
 
+namespace {
+
+// JSON's insignificant whitespace (RFC 8259): the only bytes minify removes.
+constexpr bool is_ws(char c) noexcept
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+// What the batch pass found out about one record.
+enum class Verdict : std::uint8_t {
+    unknown,     // not decided by the batch pass: parse the record alone
+    compact,     // valid, no whitespace outside strings: copied as is
+    minify,      // valid, has whitespace outside strings
+    not_object,  // valid, but not an object (and allow_any_value is off)
+};
+
+// Whether the valid JSON value in [p + rs, p + re), whose structural indexes (simdjson
+// stage 1: every operator and the first byte of every string, number and literal) are
+// s[f..g), has whitespace outside its strings. Such whitespace either leads, trails, or ends
+// just before a structural index; the byte before one is never inside a string.
+bool has_insignificant_ws(const char* p, std::size_t rs, std::size_t re, const std::uint32_t* s,
+                          std::size_t f, std::size_t g) noexcept
+{
+    if (is_ws(p[rs]) || is_ws(p[re - 1])) return true;
+    for (std::size_t k = f + 1; k < g; ++k)
+        if (is_ws(p[s[k] - 1])) return true;
+    return false;
+}
+
+// Above this many bytes a batch is validated record by record: the parser's buffers grow to
+// the largest input they see (about 13 bytes per input byte), so a cap bounds its memory.
+constexpr std::size_t max_stream_bytes = 256 * 1024;
+
+}  // namespace
+
 struct RawJsonWriter::Validator {
     simdjson::dom::parser parser;
     std::vector<char> minified;
+    std::string scratch;                  // trusted mode: a record with CR/LF replaced
+    std::vector<char> joined;             // the batch's records, '\n' after each, padded
+    std::vector<std::size_t> starts;      // offset of each record in `joined`
+    std::vector<Verdict> verdicts;        // per record of `batch`
+    std::span<const std::string> batch;   // the batch the verdicts are for (empty: none)
 };
 
 RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts,
@@ -22,17 +64,138 @@ RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts
 
 RawJsonWriter::~RawJsonWriter() { shutdown(); }
 
-void RawJsonWriter::serialize(const std::string& text, JsonLine& line)
+void RawJsonWriter::write_batch(std::span<const std::string> batch)
+{
+    struct End {
+        RawJsonWriter* w;
+        ~End() { w->end_batch(); }
+    } end{this};
+    begin_batch(batch);
+    JsonlRecordWriter<std::string>::write_batch(batch);
+}
+
+void RawJsonWriter::end_batch() noexcept { validator_->batch = {}; }
+
+void RawJsonWriter::begin_batch(std::span<const std::string> batch)
 {
     Validator& v = *validator_;
-    // A string with enough spare capacity is parsed in place; otherwise simdjson copies it
-    // into its padded buffer.
-    const bool padded = text.capacity() - text.size() >= simdjson::SIMDJSON_PADDING;
-    simdjson::dom::element root;
-    if (const auto err = v.parser.parse(text.data(), text.size(), !padded).get(root))
-        throw MalformedRecord(fmt::format("invalid JSON: {}", simdjson::error_message(err)));
-    if (!raw_.allow_any_value && root.type() != simdjson::dom::element_type::OBJECT)
+    v.batch = {};
+    if (raw_.validation == RawJsonValidation::trusted || batch.size() < 2) return;
+    std::size_t total = 0;
+    for (const std::string& t : batch) total += t.size() + 1;
+    if (total > max_stream_bytes) return;
+    try {
+        v.joined.resize(total + simdjson::SIMDJSON_PADDING);
+        v.starts.resize(batch.size());
+        v.verdicts.assign(batch.size(), Verdict::unknown);
+    } catch (const std::bad_alloc&) {
+        return;  // each record is parsed alone
+    }
+    char* out = v.joined.data();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        v.starts[i] = static_cast<std::size_t>(out - v.joined.data());
+        std::memcpy(out, batch[i].data(), batch[i].size());
+        out += batch[i].size();
+        *out++ = '\n';
+    }
+    std::memset(out, ' ', simdjson::SIMDJSON_PADDING);
+    v.batch = batch;
+
+    // One window (batch_size >= total): stage 1 once over the batch, no worker thread. A
+    // document is credited to record i only if it starts in record i, is an object or array,
+    // and nothing but whitespace follows it in the record; at the first document that is
+    // not (or at a parse error, after which the stream ends), the rest of the batch is left
+    // to serialize(), record by record.
+    simdjson::dom::document_stream stream;
+    if (v.parser.parse_many(v.joined.data(), total, std::max<std::size_t>(total, 1024))
+            .get(stream))
+        return;
+    std::size_t i = 0;
+    std::size_t f = 0;  // index of the current document's first structural
+    for (auto it = stream.begin(); it != stream.end() && i < batch.size(); ++it) {
+        simdjson::dom::element root;
+        if ((*it).get(root)) break;
+        // The stream's first step allocates the parser's implementation: read it after.
+        const auto& impl = *v.parser.implementation;
+        const std::size_t cur = it.current_index();
+        const std::size_t rs = v.starts[i];
+        const std::size_t re = rs + batch[i].size();
+        if (cur < rs || cur >= re || impl.structural_indexes[f] != cur) break;
+        const char first = v.joined[cur];
+        if (first != '{' && first != '[') break;  // a scalar's end is not recorded: alone
+        const std::size_t g = impl.next_structural_index;
+        const std::size_t end = std::size_t{impl.structural_indexes[g - 1]} + 1;
+        if (end > re) break;
+        bool tail_ws = true;
+        for (std::size_t k = end; k < re; ++k) tail_ws = tail_ws && is_ws(v.joined[k]);
+        if (!tail_ws) break;
+        if (!raw_.allow_any_value && first != '{') v.verdicts[i] = Verdict::not_object;
+        else
+            v.verdicts[i] = has_insignificant_ws(v.joined.data(), rs, re,
+                                                 impl.structural_indexes.get(), f, g)
+                                ? Verdict::minify
+                                : Verdict::compact;
+        f = g;
+        ++i;
+    }
+    batch_decided_ += i;
+}
+
+void RawJsonWriter::serialize_trusted(const std::string& text, JsonLine& line)
+{
+    const char* p = text.data();
+    const std::size_t n = text.size();
+    std::size_t i = 0;
+    while (i < n && is_ws(p[i])) ++i;
+    if (i == n) throw MalformedRecord("empty record");
+    if (!raw_.allow_any_value && p[i] != '{') throw MalformedRecord("not a JSON object");
+    if (!std::memchr(p, '\n', n) && !std::memchr(p, '\r', n)) {
+        line.raw(text);
+        return;
+    }
+    std::string& s = validator_->scratch;
+    s.assign(text);
+    std::replace_if(s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    line.raw(s);
+    line.mark_sanitized();
+}
+
+void RawJsonWriter::serialize(const std::string& text, JsonLine& line)
+{
+    if (raw_.validation == RawJsonValidation::trusted) return serialize_trusted(text, line);
+    Validator& v = *validator_;
+    Verdict verdict = Verdict::unknown;
+    if (!v.batch.empty() && &text >= v.batch.data() && &text < v.batch.data() + v.batch.size())
+        verdict = v.verdicts[static_cast<std::size_t>(&text - v.batch.data())];
+    if (verdict == Verdict::unknown) {
+        // A string with enough spare capacity is parsed in place; otherwise simdjson copies
+        // it into its padded buffer.
+        const bool padded = text.capacity() - text.size() >= simdjson::SIMDJSON_PADDING;
+        simdjson::dom::element root;
+        if (const auto err = v.parser.parse(text.data(), text.size(), !padded).get(root))
+            throw MalformedRecord(fmt::format("invalid JSON: {}", simdjson::error_message(err)));
+        if (!raw_.allow_any_value && root.type() != simdjson::dom::element_type::OBJECT)
+            verdict = Verdict::not_object;
+        else {
+            const auto& impl = *v.parser.implementation;
+            verdict = has_insignificant_ws(text.data(), 0, text.size(),
+                                           impl.structural_indexes.get(), 0,
+                                           impl.n_structural_indexes)
+                          ? Verdict::minify
+                          : Verdict::compact;
+        }
+    }
+    switch (verdict) {
+    case Verdict::not_object:
         throw MalformedRecord("not a JSON object");
+    case Verdict::compact:
+        line.raw(text);
+        return;
+    case Verdict::minify:
+    case Verdict::unknown:
+        break;
+    }
+    ++minify_passes_;
     v.minified.resize(text.size());
     std::size_t len = 0;
     if (const auto err = simdjson::minify(text.data(), text.size(), v.minified.data(), len))

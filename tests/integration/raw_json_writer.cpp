@@ -6,6 +6,7 @@
 #include "common.hpp"
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -196,4 +197,268 @@ TEST_CASE("submitting from many threads keeps every accepted JSON text whole", "
     std::size_t bad = 0;
     for (const auto& l : lines) bad += !json_id(l).has_value() || l.find(' ') != std::string::npos;
     CHECK(bad == 0);
+}
+
+// --- Validation modes, the batch pass and the no-minify path (issue 13 points 2 and 3) ---
+
+namespace jsonlw {
+// Counters the writer keeps for tests: which records the batch pass decided, how many
+// records went through simdjson::minify.
+struct RawJsonWriterProbe {
+    static std::uint64_t batch_decided(const RawJsonWriter& w) { return w.batch_decided_; }
+    static std::uint64_t minify_passes(const RawJsonWriter& w) { return w.minify_passes_; }
+};
+}  // namespace jsonlw
+
+namespace {
+
+using jsonlw::RawJsonValidation;
+using jsonlw::RawJsonWriterProbe;
+
+// What validating `text` alone gives: its minified line, or nothing when it is malformed.
+std::optional<std::string> oracle(const std::string& text, bool any_value = false)
+{
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(text).get(root)) return std::nullopt;
+    if (!any_value && root.type() != simdjson::dom::element_type::OBJECT) return std::nullopt;
+    std::string out(text.size(), '\0');
+    std::size_t len = 0;
+    if (simdjson::minify(text.data(), text.size(), out.data(), len)) return std::nullopt;
+    out.resize(len);
+    return out;
+}
+
+std::string joined_lines(const std::vector<std::string>& lines)
+{
+    std::string s;
+    for (const auto& l : lines) s += l + "\n";
+    return s;
+}
+
+RawJsonOptions trusted(bool any_value = false)
+{
+    return RawJsonOptions{.allow_any_value = any_value, .validation = RawJsonValidation::trusted};
+}
+
+}  // namespace
+
+TEST_CASE("trusted input: a raw CR or LF becomes a space and the record is counted as sanitized", "[integration][raw_json][trusted]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs), trusted());
+    write_all(w, loop, {
+        R"({"a":1})",
+        "{\"a\":\n1}\r\n",
+        "{\r\"b\" : 2}",
+        R"({ "kept" : "as given" })",
+    });
+    CHECK(read_file(w.file_path()) ==
+          "{\"a\":1}\n{\"a\": 1}  \n{ \"b\" : 2}\n{ \"kept\" : \"as given\" }\n");
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 4);
+    CHECK(s.sanitized == 2);
+    CHECK(s.dropped.malformed == 0);
+    CHECK(invariant_holds(s));
+    CHECK(RawJsonWriterProbe::minify_passes(w) == 0);
+}
+
+TEST_CASE("trusted input: an empty or whitespace-only record is malformed, a non-object too unless allow_any_value", "[integration][raw_json][trusted]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    const std::vector<std::string> texts = {"", R"({"id":0})", " \t\r\n ", "[1,2]", " 42", R"({"id":1})"};
+
+    SECTION("objects only (default)")
+    {
+        RawJsonWriter w(loop.executor(), test_options(dir.path(), logs), trusted());
+        write_all(w, loop, texts);
+        CHECK(read_file(w.file_path()) == "{\"id\":0}\n{\"id\":1}\n");
+        const auto s = w.stats();
+        INFO("stats: " << s);
+        CHECK(s.written == 2);
+        CHECK(s.dropped.malformed == 4);
+        CHECK(s.sanitized == 0);
+        CHECK(invariant_holds(s));
+    }
+    SECTION("allow_any_value: only the empty and whitespace-only records are malformed")
+    {
+        RawJsonWriter w(loop.executor(), test_options(dir.path(), logs), trusted(true));
+        write_all(w, loop, texts);
+        CHECK(read_file(w.file_path()) == "{\"id\":0}\n[1,2]\n 42\n{\"id\":1}\n");
+        const auto s = w.stats();
+        INFO("stats: " << s);
+        CHECK(s.written == 4);
+        CHECK(s.dropped.malformed == 2);
+        CHECK(s.sanitized == 0);
+    }
+}
+
+TEST_CASE("full validation stays the default: invalid JSON, two values, trailing garbage and non-objects are malformed", "[integration][raw_json][malformed]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+    REQUIRE(RawJsonOptions{}.validation == RawJsonValidation::full);
+    write_all(w, loop, {
+        R"({"id":0})", R"({"a":})", R"({"a":1}{"b":2})", R"({"a":1} {"b":2})", R"({"a":1} x)",
+        R"({"a":1}])", "[1]", R"("s")", "7", "{\"a\":\"x\n\"}", "{\"a\" :\n 1}", R"({"id":2})",
+    });
+    CHECK(read_file(w.file_path()) == "{\"id\":0}\n{\"a\":1}\n{\"id\":2}\n");
+    const auto s = w.stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 3);
+    CHECK(s.dropped.malformed == 9);
+    CHECK(s.sanitized == 0);
+    CHECK(invariant_holds(s));
+}
+
+TEST_CASE("a malformed record in the middle of a batch is dropped alone, the records around it written in order", "[integration][raw_json][batch]")
+{
+    // 41 records submitted before the drain runs: one batch (batch_records 64).
+    // decided: how many records the batch pass decides (the 20 before the bad one; 0 where
+    // simdjson's stage 1 rejects the whole batch; -1: at most 20).
+    struct Kind {
+        const char* what;
+        std::vector<std::string> bad;
+        int decided;
+    };
+    const std::vector<Kind> kinds = {
+        {"a missing value", {R"({"bad":})"}, 20},
+        {"two documents", {R"({"bad":1}{"bad":2})"}, 20},
+        {"two documents apart", {"{\"bad\":1}\n{\"bad\":2}"}, -1},
+        {"trailing garbage", {R"({"bad":1} x)"}, 20},
+        {"a stray closing bracket", {R"({"bad":1}])"}, -1},
+        {"a trailing quote", {R"({"bad":1}")"}, 0},
+        {"a scalar", {"42"}, 20},
+        {"an array", {"[1,2]"}, 41},
+        {"empty", {""}, 20},
+        {"whitespace only", {" \n "}, 20},
+        {"invalid UTF-8", {"{\"bad\":\"\xFF\"}"}, 0},
+        {"an unterminated string", {R"({"bad":"x)"}, 0},
+        {"an unterminated object", {R"({"bad":1)"}, -1},
+        {"a raw LF inside a string", {"{\"bad\":\"a\nb\"}"}, 0},
+        {"a value split over two records", {R"({"bad":[1,)", R"(2]})"}, 20},
+    };
+    for (const auto& [what, bad, decided] : kinds) {
+        DYNAMIC_SECTION("the malformed record: " << what)
+        {
+            TempDir dir;
+            LogCapture logs;
+            IoRunner loop;
+            RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+            std::vector<std::string> texts, expected;
+            for (int i = 0; i < 20; ++i) texts.push_back("{\"id\":" + std::to_string(i) + "}");
+            texts.insert(texts.end(), bad.begin(), bad.end());
+            for (int i = 20; i < 41 - static_cast<int>(bad.size()); ++i)
+                texts.push_back("{ \"id\" : " + std::to_string(i) + " }");
+            for (int i = 0; i < 41 - static_cast<int>(bad.size()); ++i)
+                expected.push_back("{\"id\":" + std::to_string(i) + "}");
+            REQUIRE(texts.size() == 41);
+            write_all(w, loop, texts);
+            CHECK(read_file(w.file_path()) == joined_lines(expected));
+            const auto s = w.stats();
+            INFO("stats: " << s);
+            CHECK(s.written == expected.size());
+            CHECK(s.dropped.malformed == bad.size());
+            CHECK(s.batches == 1);
+            CHECK(invariant_holds(s));
+            // The records before the bad one were decided by the batch pass, the rest alone.
+            if (decided >= 0) CHECK(RawJsonWriterProbe::batch_decided(w) == static_cast<std::uint64_t>(decided));
+            else CHECK(RawJsonWriterProbe::batch_decided(w) <= 20);
+        }
+    }
+}
+
+TEST_CASE("a batch of valid records is validated as one stream and gives the bytes each record gives alone", "[integration][raw_json][batch]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+    const std::vector<std::string> texts = {
+        R"({"a":1,"s":"no whitespace outside strings"})",
+        R"({"t":"tab\tand \"quote\" and \\ and \u0020","n":[1,2.5e3,-0,true,false,null]})",
+        R"( {"lead":1})",
+        R"({"trail":1}  )",
+        R"({"a" :1})",
+        R"({"a": 1})",
+        R"({"a":1 ,"b":2})",
+        R"({"a":[1, 2]})",
+        R"({"a":{"b" : "c d"} })",
+        "{\"a\":\t\"b\"}",
+        "{\r\n\"crlf\":1\r\n}\r\n",
+        R"({"emoji":"\ud83d\ude00 é"})",
+        R"({"deep":[[[[{"x":[]}]]]]})",
+        R"({})",
+    };
+    std::vector<std::string> expected;
+    for (const auto& t : texts) {
+        const auto o = oracle(t);
+        REQUIRE(o.has_value());
+        expected.push_back(*o);
+    }
+    write_all(w, loop, texts);
+    CHECK(read_lines(w.file_path()) == expected);
+    CHECK(w.stats().written == texts.size());
+    CHECK(RawJsonWriterProbe::batch_decided(w) == texts.size());
+    // Only the 9 records with whitespace outside their strings go through minify.
+    CHECK(RawJsonWriterProbe::minify_passes(w) == 9);
+}
+
+TEST_CASE("a record submitted alone is checked for whitespace outside strings and minified only then", "[integration][raw_json]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+    w.start();
+    loop.start();
+    const std::vector<std::string> texts = {R"({"s":"a b c","n":[1,2]})", R"({"s":"a b c", "n":[1,2]})",
+                                            R"({"s":"x"} )"};
+    for (const auto& t : texts) {
+        REQUIRE(w.submit(t) == SubmitResult::accepted);
+        flush(w);  // one record per batch: the record-by-record path
+    }
+    CHECK(read_file(w.file_path()) ==
+          "{\"s\":\"a b c\",\"n\":[1,2]}\n{\"s\":\"a b c\",\"n\":[1,2]}\n{\"s\":\"x\"}\n");
+    CHECK(RawJsonWriterProbe::batch_decided(w) == 0);
+    CHECK(RawJsonWriterProbe::minify_passes(w) == 2);
+}
+
+TEST_CASE("random batches of valid and malformed records give exactly what validating each record alone gives", "[integration][raw_json][batch]")
+{
+    const std::vector<std::string> parts = {
+        R"({"a":1})", R"({ "a" : [1, 2] })", R"({"s":"x y"})", "{\"s\":\"\\\"}\"}", R"({"a":})",
+        R"({"a":1}{)", "[1]", "1", R"("s")", R"({"a":"b)", "}", "{", " ", "", R"({"u":"\u0020"})",
+        "{\"x\":\n2}", R"({"a":1} )", " {\"a\":1}", R"({"q":"]"})", R"({"k":"}{"})", "\"", "\\",
+    };
+    std::uint64_t seed = 12345;
+    auto next = [&] {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return static_cast<std::size_t>(seed >> 33);
+    };
+    for (int round = 0; round < 30; ++round) {
+        TempDir dir;
+        LogCapture logs;
+        IoRunner loop;
+        RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+        std::vector<std::string> texts, expected;
+        for (int i = 0; i < 60; ++i) {
+            std::string t = parts[next() % parts.size()];
+            if (next() % 3 == 0) t += parts[next() % parts.size()];
+            texts.push_back(t);
+            if (auto o = oracle(t)) expected.push_back(*o);
+        }
+        write_all(w, loop, texts);
+        INFO("round " << round);
+        CHECK(read_lines(w.file_path()) == expected);
+        CHECK(w.stats().written == expected.size());
+        CHECK(w.stats().dropped.malformed == texts.size() - expected.size());
+    }
 }

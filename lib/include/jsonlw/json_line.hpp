@@ -114,6 +114,8 @@ public:
         return {out_->data() + start_, out_->size() - start_};
     }
     bool sanitized() const noexcept { return sanitized_; }
+    // Counts the record as sanitized (a writer that repaired raw text, say).
+    void mark_sanitized() noexcept { sanitized_ = true; }
     // Drops what this line wrote so far (the buffer returns to where the line began).
     void discard() noexcept;
 

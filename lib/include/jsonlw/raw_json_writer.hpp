@@ -3,19 +3,42 @@
 
 #include <jsonlw/jsonl_record_writer.hpp>
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace jsonlw {
 
+// How much of a record's JSON the writer checks. Either way every written record is exactly
+// one line: the file never holds a raw CR or LF inside a record.
+enum class RawJsonValidation : std::uint8_t {
+    // Each record is parsed in full (simdjson): invalid JSON, invalid UTF-8, trailing garbage,
+    // two values or none, and — unless allow_any_value — a non-object are malformed and
+    // dropped alone. A written record is valid JSON, minified (no whitespace outside strings).
+    full,
+    // The caller guarantees each record is one JSON value; jsonlw does not parse it. Written
+    // as given, except that a raw CR or LF (which valid JSON holds only as insignificant
+    // whitespace) becomes a space, and such a record is counted as `sanitized`. An empty or
+    // whitespace-only record, and — unless allow_any_value — one whose first non-whitespace
+    // byte is not `{`, is malformed. Invalid JSON passed in is written as it is.
+    trusted,
+};
+
 struct RawJsonOptions {
     // Accept any JSON value per record (default: only objects, the usual JSON Lines record).
     bool allow_any_value = false;
+    // Default: full validation. See RawJsonValidation.
+    RawJsonValidation validation = RawJsonValidation::full;
 };
 
-// Each record is parsed in full with simdjson (so invalid JSON, invalid UTF-8, trailing
-// garbage and — by default — non-objects are malformed and dropped alone), minified to one
-// line and written. Validation runs on the I/O thread, never on the submitter's.
+struct RawJsonWriterProbe;  // bench and tests: the batch path without a file
+
+// Under full validation each batch's records are parsed together as one simdjson document
+// stream (a record whose document does not span exactly its record, and every record after
+// a parse error, is parsed alone instead, so a malformed record is dropped alone and counted
+// as malformed); a record with no whitespace outside its strings is copied, not minified.
+// Validation runs on the I/O thread, never on the submitter's.
 // Thread-safety and lifetime: as JsonlRecordWriter.
 class RawJsonWriter final : public JsonlRecordWriter<std::string> {
 public:
@@ -24,15 +47,26 @@ public:
 
 protected:
     void serialize(const std::string& text, JsonLine& line) override;
+    void write_batch(std::span<const std::string> batch) override;
     std::size_t record_bytes(const std::string& text) const noexcept override
     {
         return text.size();
     }
 
 private:
+    friend struct RawJsonWriterProbe;
     struct Validator;
+    // Validates `batch` as one document stream; serialize() then uses the verdicts for the
+    // records of this span. end_batch() forgets them.
+    void begin_batch(std::span<const std::string> batch);
+    void end_batch() noexcept;
+    void serialize_trusted(const std::string& text, JsonLine& line);
+
     RawJsonOptions raw_;
     std::unique_ptr<Validator> validator_;  // I/O thread only
+    // I/O thread only, for RawJsonWriterProbe: records the batch pass decided, minify passes.
+    std::uint64_t batch_decided_ = 0;
+    std::uint64_t minify_passes_ = 0;
 };
 
 }  // namespace jsonlw
