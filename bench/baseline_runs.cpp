@@ -1,10 +1,12 @@
-// Baselines that need no library: the write() limit and fprintf under a mutex.
+// Baselines that need no jsonlw: the write() limit, fprintf under a mutex, and the same with
+// the validation a user writes by hand for RawJsonWriter's guarantee (simdjson).
 #include "alloc_count.hpp"
 #include "clock.hpp"
 #include "producers.hpp"
 #include "runs.hpp"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,6 +17,8 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace bench {
 
@@ -79,6 +83,59 @@ ThroughputResult fprintf_throughput(const ThroughputSpec& s)
     r.problem = file_problem(c, s.records, s.records * s.pool->line_bytes);
     if (r.problem.empty() && failed.load())
         r.problem = fmt::format("{} fprintf/fflush/fclose calls failed", failed.load());
+    empty_dir(s.dir);
+    return r;
+}
+
+ThroughputResult fprintf_validated_throughput(const ThroughputSpec& s)
+{
+    ThroughputResult r;
+    const auto path = s.dir / "fprintf-validated.jsonl";
+    std::FILE* f = std::fopen(path.c_str(), "w");  // default (full) buffering
+    if (!f) {
+        r.problem = fmt::format("fopen: {}", std::strerror(errno));
+        return r;
+    }
+    std::mutex mu;
+    std::atomic<std::uint64_t> failed{0}, invalid{0};
+    SteadyClock::time_point t0;
+    run_producers(s.producers, s.records, t0,
+                  [&](int, std::size_t count, std::size_t i, std::size_t stride) {
+                      // Per producer, as a user would keep one per thread: a parser and a
+                      // minify buffer, reused.
+                      simdjson::dom::parser parser;
+                      std::vector<char> out;
+                      std::uint64_t bad = 0, rejected = 0;
+                      for (std::size_t n = 0; n < count; ++n, i += stride) {
+                          const std::string& line = s.pool->at(i);  // no copy: the caller's string
+                          simdjson::dom::element root;
+                          if (parser.parse(line).get(root) ||
+                              root.type() != simdjson::dom::element_type::OBJECT) {
+                              ++rejected;
+                              continue;
+                          }
+                          out.resize(line.size());
+                          std::size_t len = 0;
+                          if (simdjson::minify(line.data(), line.size(), out.data(), len)) {
+                              ++rejected;
+                              continue;
+                          }
+                          std::lock_guard lk(mu);
+                          if (std::fprintf(f, "%.*s\n", static_cast<int>(len), out.data()) < 0) ++bad;
+                      }
+                      failed += bad;
+                      invalid += rejected;
+                  });
+    if (std::fflush(f) != 0) ++failed;
+    if (std::fclose(f) != 0) ++failed;
+    r.seconds = seconds_since(t0);
+    const FileCheck c = check_file(path);
+    r.lines = c.lines;
+    r.bytes = c.bytes;
+    r.problem = file_problem(c, s.records, s.records * s.pool->line_bytes);
+    if (r.problem.empty() && (failed.load() || invalid.load()))
+        r.problem = fmt::format("{} writes failed, {} lines rejected", failed.load(),
+                                invalid.load());
     empty_dir(s.dir);
     return r;
 }

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <functional>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -87,7 +88,7 @@ void set_problem(OverloadResult& r, const std::string& what)
 
 }  // namespace
 
-ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s)
+ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s, bool trusted)
 {
     ThroughputResult r;
     LogTally logs;
@@ -107,7 +108,10 @@ ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s)
                                                      .block_timeout = std::chrono::hours(1),
                                                      .shutdown_timeout = std::chrono::hours(1),
                                                      .log = logs.sink(),
-                                                 });
+                                                 },
+                                 jsonlw::RawJsonOptions{
+                                     .validation = trusted ? jsonlw::RawJsonValidation::trusted
+                                                           : jsonlw::RawJsonValidation::full});
         w.start();
         SteadyClock::time_point t0;
         run_producers(s.producers, s.records, t0,
@@ -556,6 +560,134 @@ WriterWorkload raw_output_workload(std::size_t line_bytes, const std::filesystem
     return w;
 }
 
+namespace {
+
+// A double as the seed spells it (Python's repr): fmt's shortest round-trip form, with ".0"
+// when that has neither a fraction nor an exponent.
+void py_double(fmt::memory_buffer& b, double d)
+{
+    const std::size_t at = b.size();
+    fmt::format_to(fmt::appender(b), "{}", d);
+    const std::string_view v(b.data() + at, b.size() - at);
+    if (v.find_first_of(".en") == std::string_view::npos) b.append(std::string_view(".0"));
+}
+
+void py_field(fmt::memory_buffer& b, std::string_view key, const std::optional<double>& d,
+              bool comma = true)
+{
+    if (!d) return;
+    if (comma) b.push_back(',');
+    fmt::format_to(fmt::appender(b), "\"{}\":", key);
+    py_double(b, *d);
+}
+
+void fmt_steps(fmt::memory_buffer& b, std::string_view key,
+               const std::vector<jsonlw::StepMetrics>& steps)
+{
+    fmt::format_to(fmt::appender(b), "\"{}\":[", key);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const jsonlw::StepMetrics& m = steps[i];
+        b.append(std::string_view(i ? ",{" : "{"));
+        bool first = true;
+        if (m.iter) {
+            fmt::format_to(fmt::appender(b), "\"iter\":{}", *m.iter);
+            first = false;
+        }
+        py_field(b, "forward_start_time", m.forward_start_time, !first);
+        py_field(b, "forward_end_time", m.forward_end_time);
+        py_field(b, "sample_start_time", m.sample_start_time);
+        py_field(b, "sample_end_time", m.sample_end_time);
+        py_field(b, "gpu_forward_time", m.gpu_forward_time);
+        py_field(b, "gpu_sample_time", m.gpu_sample_time);
+        py_field(b, "token_time", m.token_time);
+        b.push_back('}');
+    }
+    b.push_back(']');
+}
+
+}  // namespace
+
+// What a user writes by hand for the seed's worker record: fmt::format_to of the fields it
+// has, in the seed's order and spelling (the same bytes as PerfMetricsWriter's line).
+void format_perf_by_hand(const jsonlw::PerfMetricsRecord& r, fmt::memory_buffer& b)
+{
+    const jsonlw::PhaseRecord& p = *r.server;
+    const jsonlw::TimingMetrics& t = p.timing_metrics;
+    fmt::format_to(fmt::appender(b), R"({{"request_id":{},"perf_metrics":{{"timing_metrics":{{)",
+                   r.request_id);
+    py_field(b, "arrival_time", t.arrival_time, false);
+    py_field(b, "first_scheduled_time", t.first_scheduled_time);
+    py_field(b, "first_token_time", t.first_token_time);
+    py_field(b, "last_token_time", t.last_token_time);
+    py_field(b, "server_arrival_time", t.server_arrival_time);
+    py_field(b, "server_first_token_time", t.server_first_token_time);
+    b.push_back('}');
+    if (p.first_iter) fmt::format_to(fmt::appender(b), ",\"first_iter\":{}", *p.first_iter);
+    if (p.last_iter) fmt::format_to(fmt::appender(b), ",\"last_iter\":{}", *p.last_iter);
+    if (const auto& kv = p.kv_cache_metrics)
+        fmt::format_to(fmt::appender(b),
+                       R"(,"kv_cache_metrics":{{"num_total_allocated_blocks":{},)"
+                       R"("num_new_allocated_blocks":{},"num_reused_blocks":{},)"
+                       R"("num_missed_blocks":{}}})",
+                       kv->num_total_allocated_blocks, kv->num_new_allocated_blocks,
+                       kv->num_reused_blocks, kv->num_missed_blocks);
+    b.push_back('}');
+    if (const auto& tb = p.time_breakdown_metrics) {
+        b.append(std::string_view(R"(,"time_breakdown_metrics":{)"));
+        fmt_steps(b, "ctx_chunk_metrics", tb->ctx_chunk_metrics);
+        b.push_back(',');
+        fmt_steps(b, "step_metrics", tb->step_metrics);
+        b.push_back('}');
+    }
+    fmt::format_to(fmt::appender(b), R"(,"status":"{}"}})", r.status);
+}
+
+ThroughputResult perf_fmt_throughput(const WriterWorkload& wl, const ThroughputSpec& s)
+{
+    ThroughputResult r;
+    const auto& rec = *static_cast<const jsonlw::PerfMetricsRecord*>(wl.records.get());
+    {
+        fmt::memory_buffer check;
+        format_perf_by_hand(rec, check);
+        if (std::string_view(check.data(), check.size()) != wl.lines.lines.front()) {
+            r.problem = "the hand-formatted line differs from PerfMetricsWriter's: " +
+                        fmt::to_string(check);
+            return r;
+        }
+    }
+    const auto path = s.dir / "fmt.jsonl";
+    std::FILE* f = std::fopen(path.c_str(), "w");  // default (full) buffering
+    if (!f) {
+        r.problem = fmt::format("fopen: {}", std::strerror(errno));
+        return r;
+    }
+    std::mutex mu;
+    std::atomic<std::uint64_t> failed{0};
+    SteadyClock::time_point t0;
+    run_producers(s.producers, s.records, t0, [&](int, std::size_t count, std::size_t, std::size_t) {
+        fmt::memory_buffer b;  // per producer, reused
+        std::uint64_t bad = 0;
+        for (std::size_t n = 0; n < count; ++n) {
+            b.clear();
+            format_perf_by_hand(rec, b);
+            std::lock_guard lk(mu);
+            if (std::fprintf(f, "%.*s\n", static_cast<int>(b.size()), b.data()) < 0) ++bad;
+        }
+        failed += bad;
+    });
+    if (std::fflush(f) != 0) ++failed;
+    if (std::fclose(f) != 0) ++failed;
+    r.seconds = seconds_since(t0);
+    const FileCheck c = check_file(path);
+    r.lines = c.lines;
+    r.bytes = c.bytes;
+    r.problem = file_problem(c, s.records, s.records * wl.lines.line_bytes);
+    if (r.problem.empty() && failed.load())
+        r.problem = fmt::format("{} fprintf/fflush/fclose calls failed", failed.load());
+    empty_dir(s.dir);
+    return r;
+}
+
 ThroughputResult writer_throughput(const WriterWorkload& wl, const ThroughputSpec& s)
 {
     ThroughputResult r;
@@ -668,6 +800,19 @@ struct SerializeAccess : jsonlw::JsonlRecordWriter<std::string> {
     static constexpr auto serialize_fn() { return &SerializeAccess::serialize; }
 };
 
+}  // namespace
+}  // namespace bench
+
+// RawJsonWriter's batch path (what write_batch() does before the append), for the bench.
+struct jsonlw::RawJsonWriterProbe {
+    static void begin_batch(RawJsonWriter& w, std::span<const std::string> b) { w.begin_batch(b); }
+    static void end_batch(RawJsonWriter& w) noexcept { w.end_batch(); }
+    static void serialize(RawJsonWriter& w, const std::string& r, JsonLine& l) { w.serialize(r, l); }
+};
+
+namespace bench {
+namespace {
+
 // The seed's aggregated worker record (reference/trtllm-writers.md §2.4) as a typed struct.
 struct StepMetrics {
     std::optional<int> iter;
@@ -754,6 +899,27 @@ const SeedWorker& seed_record()
     }
 }
 
+// The batch path: records in batches of 64 (the writer's default), each batch validated as
+// one document stream first, as RawJsonWriter::write_batch() does.
+[[gnu::noinline]] void serialize_loop_raw_batch(jsonlw::RawJsonWriter& w,
+                                                const std::vector<std::string>& recs,
+                                                std::size_t iterations, jsonlw::LineBuffer& buf)
+{
+    using P = jsonlw::RawJsonWriterProbe;
+    for (std::size_t i = 0; i < iterations; i += 64) {
+        buf.clear();
+        const std::size_t n = std::min<std::size_t>({64, iterations - i, recs.size()});
+        const std::span<const std::string> batch(recs.data(), n);
+        P::begin_batch(w, batch);
+        for (const std::string& r : batch) {
+            jsonlw::JsonLine line(buf);
+            P::serialize(w, r, line);
+            buf.push_back('\n');
+        }
+        P::end_batch(w);
+    }
+}
+
 [[gnu::noinline]] void serialize_loop_memcpy(const std::vector<std::string>& recs,
                                              std::size_t iterations, jsonlw::LineBuffer& buf)
 {
@@ -807,23 +973,30 @@ const SeedWorker& seed_record()
     }
 }
 
-double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, bool padded)
+double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, RawPath path)
 {
     asio::io_context ctx;
     // No directory: an inert writer, used only for its serialize() (and its validator).
-    jsonlw::RawJsonWriter w(ctx.get_executor(), jsonlw::WriterOptions{});
+    jsonlw::RawJsonWriter w(ctx.get_executor(), jsonlw::WriterOptions{},
+                            jsonlw::RawJsonOptions{.validation = path == RawPath::trusted
+                                                                     ? jsonlw::RawJsonValidation::trusted
+                                                                     : jsonlw::RawJsonValidation::full});
     std::vector<std::string> recs;
     for (const std::string& l : pool.lines) {
         std::string s;
         // Spare capacity for simdjson's padding lets it parse in place instead of copying.
-        if (padded) s.reserve(l.size() + simdjson::SIMDJSON_PADDING);
+        if (path == RawPath::alone_padded) s.reserve(l.size() + simdjson::SIMDJSON_PADDING);
         s.assign(l);
         recs.push_back(std::move(s));
     }
     jsonlw::LineBuffer buf;
-    serialize_loop_raw(w, recs, 64, buf);  // warm the parser's buffers
+    const auto loop = [&](std::size_t n) {
+        if (path == RawPath::batch) serialize_loop_raw_batch(w, recs, n, buf);
+        else serialize_loop_raw(w, recs, n, buf);
+    };
+    loop(64);  // warm the parser's buffers
     const double t0 = thread_cpu_seconds();
-    serialize_loop_raw(w, recs, iterations, buf);
+    loop(iterations);
     return thread_cpu_seconds() - t0;
 }
 

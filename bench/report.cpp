@@ -55,9 +55,9 @@ std::string ratio_text(const Series& s)
 
 std::string extra_text(const Row& row)
 {
-    std::string out;
+    std::string out = row.note;
     for (const auto& [name, value] : row.extra) {
-        if (!out.empty()) out += ", ";
+        if (!out.empty()) out += out == row.note ? "; " : ", ";
         out += fmt::format("{} {}", name, human(value));
     }
     if (!row.problem.empty()) {
@@ -168,6 +168,7 @@ std::string to_json(const Report& r)
                 series_json(j, *row.ratio);
                 if (!row.ratio_of.empty()) j.field("advantage_of", row.ratio_of);
             }
+            if (!row.note.empty()) j.field("note", row.note);
             if (!row.extra.empty()) {
                 j.key("extra").begin_object();
                 for (const auto& [k, v] : row.extra) num(j, k, v);

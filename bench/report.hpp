@@ -37,6 +37,7 @@ struct Row {
     std::optional<Series> ratio;
     std::string ratio_of;        // which jsonlw row the ratio compares ("" = the first row)
     std::vector<std::pair<std::string, double>> extra;  // shown as "name value" in the notes
+    std::string note;            // shown first in the notes (e.g. whether it validates)
     std::string problem;         // a run's check failed (first failure)
     bool skipped = false;        // not run (e.g. spdlog not built in); `problem` says why
 };

@@ -35,7 +35,8 @@ struct ThroughputResult {
     std::uint64_t switches = 0;  // voluntary context switches of the process during the run
 };
 
-ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s);
+// trusted: RawJsonValidation::trusted (default: full validation).
+ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s, bool trusted = false);
 
 // The configured writers, fed typed records. `lines` holds exactly the lines the writer writes
 // for them (taken from a calibration run), so the baselines append the same bytes.
@@ -53,10 +54,17 @@ WriterWorkload perf_metrics_workload(std::size_t extra_steps);
 WriterWorkload raw_output_workload(std::size_t line_bytes, const std::filesystem::path& dir);
 // submit()/on_chunk() from the producers; the writer's own overflow policy (see the notes).
 ThroughputResult writer_throughput(const WriterWorkload& w, const ThroughputSpec& s);
+// PerfMetricsWriter's equal-work baseline: each producer fmt::format_to()s the same record
+// into the same bytes (checked against the writer's line), then fprintf()s it under a mutex.
+ThroughputResult perf_fmt_throughput(const WriterWorkload& w, const ThroughputSpec& s);
 // serialize() of the workload's first record, CPU seconds for `iterations` records.
 double writer_serialize_seconds(const WriterWorkload& w, std::size_t iterations);
 ThroughputResult write_limit_throughput(const ThroughputSpec& s);
 ThroughputResult fprintf_throughput(const ThroughputSpec& s);
+// The same guarantee as RawJsonWriter's full validation, by hand: each producer parses the
+// line with simdjson (DOM: the whole line, UTF-8 included; an object), minifies it, then
+// fprintf()s it under a std::mutex. A line that fails is counted and not written.
+ThroughputResult fprintf_validated_throughput(const ThroughputSpec& s);
 enum class SpdlogMode { async_block, async_overrun_oldest, sync };
 ThroughputResult spdlog_throughput(const ThroughputSpec& s, SpdlogMode mode);
 
@@ -136,7 +144,11 @@ DrainResult jsonlw_raw_drain(const LinePool& pool, std::size_t records,
 // --- Serialization: ns per record of serialize() alone (no queue, no I/O). ---
 // Each returns the CPU seconds (of the calling thread) `iterations` records took. The loops
 // are also the callgrind entry points (bench::serialize_loop_*), see docs/benchmarks.md.
-double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, bool padded);
+// alone: serialize() per record (a batch of one); alone_padded: the same with spare capacity
+// for simdjson's padding; batch: batches of 64 validated as one stream (write_batch()'s path);
+// trusted: RawJsonValidation::trusted.
+enum class RawPath { alone, alone_padded, batch, trusted };
+double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, RawPath path);
 double memcpy_line_seconds(const LinePool& pool, std::size_t iterations);
 double jsonline_seed_seconds(std::size_t iterations);
 double fmt_seed_seconds(std::size_t iterations);

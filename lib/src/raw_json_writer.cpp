@@ -29,13 +29,21 @@ enum class Verdict : std::uint8_t {
 // stage 1: every operator and the first byte of every string, number and literal) are
 // s[f..g), has whitespace outside its strings. Such whitespace either leads, trails, or ends
 // just before a structural index; the byte before one is never inside a string.
+// In a valid value every byte outside strings is above 0x20 except whitespace (a control
+// byte there is invalid JSON), so a branch-free minimum over those bytes decides it.
 bool has_insignificant_ws(const char* p, std::size_t rs, std::size_t re, const std::uint32_t* s,
                           std::size_t f, std::size_t g) noexcept
 {
     if (is_ws(p[rs]) || is_ws(p[re - 1])) return true;
-    for (std::size_t k = f + 1; k < g; ++k)
-        if (is_ws(p[s[k] - 1])) return true;
-    return false;
+    const auto* before = reinterpret_cast<const unsigned char*>(p) - 1;
+    unsigned m0 = 0xFF, m1 = 0xFF;
+    std::size_t k = f + 1;
+    for (; k + 1 < g; k += 2) {
+        m0 = std::min<unsigned>(m0, before[s[k]]);
+        m1 = std::min<unsigned>(m1, before[s[k + 1]]);
+    }
+    if (k < g) m0 = std::min<unsigned>(m0, before[s[k]]);
+    return std::min(m0, m1) <= 0x20;
 }
 
 // Above this many bytes a batch is validated record by record: the parser's buffers grow to
