@@ -1,0 +1,96 @@
+// The I/O thread's tasks (run there through Impl::on_io(), one at a time, never on the user's
+// executor): a step of up to batches_per_hop batches, the final close, and fsyncs.
+#include "writer_core_impl.hpp"
+
+#include <fmt/format.h>
+
+namespace jsonlw::detail {
+
+namespace {
+
+// Batches the I/O thread writes per hop before returning to the strand (which completes
+// flushes): bounds flush latency without a hop per batch under load.
+constexpr int batches_per_hop = 16;
+
+}  // namespace
+
+void WriterCore::Impl::run_io_task(IoTask task) noexcept
+{
+    switch (task) {
+    case IoTask::step:
+        io_step();
+        fsync_due_io = self.opts_.durability == Durability::fsync_interval && unsynced
+                           ? std::optional<clock::time_point>(last_sync + self.opts_.fsync_interval)
+                           : std::nullopt;
+        break;
+    case IoTask::finalize: finalize_io(); break;
+    case IoTask::sync: sync_now(); break;
+    case IoTask::idle:
+        if (Guard g{*this}) self.hooks_->idle_io();
+        break;
+    case IoTask::reopen: reopen_io(); break;
+    case IoTask::rotate_age:
+        if (main.created && main_rotating && self.opts_.rotate_interval.count() > 0 &&
+            clock::now() - main.opened >= self.opts_.rotate_interval)
+            rotate_main();
+        break;
+    }
+    rotate_due_io = main_rotating && main.created && self.opts_.rotate_interval.count() > 0
+                        ? std::optional<clock::time_point>(main.opened + self.opts_.rotate_interval)
+                        : std::nullopt;
+}
+
+// --- I/O thread ---
+void WriterCore::Impl::io_step() noexcept
+{
+    Guard g(*this);
+    if (!g) return;
+    const auto& o = self.opts_;
+    for (int i = 0; i < batches_per_hop; ++i) {
+        std::size_t n = 0;
+        lock_consumer();
+        if (!abandoned.load(std::memory_order_acquire)) {
+            n = self.hooks_->pop_batch(o.batch_records, o.batch_bytes);
+            inflight.store(n, std::memory_order_release);
+            batch_state.store(0, std::memory_order_release);
+        }
+        unlock_consumer();
+        if (n == 0) break;
+        notify_space();
+        tally = Tally{};
+        self.hooks_->write_staged();
+        publish(n);
+        if (n < o.batch_records || life->detaching.load(std::memory_order_relaxed) ||
+            yield_hop.load(std::memory_order_relaxed))
+            break;
+    }
+    log_queue_drops();
+    if (o.durability == Durability::fsync_interval && unsynced &&
+        clock::now() - last_sync >= o.fsync_interval)
+        sync_now();
+}
+
+void WriterCore::Impl::finalize_io() noexcept
+{
+    if (Guard g{*this}) {
+        tally = Tally{};
+        self.hooks_->closing_io();
+        // An on_close() that failed costs no record (none is in flight): log only.
+    }
+    log_queue_drops();
+    if (self.opts_.durability != Durability::none) sync_now();
+    appender.close_all();
+    seal_main(self.opts_.durability != Durability::none);
+}
+
+void WriterCore::Impl::sync_now() noexcept
+{
+    const std::error_code ec = appender.sync_all();
+    last_sync = clock::now();
+    unsynced = false;
+    if (ec && log_worthy(++sync_failures))
+        log(LogLevel::warning,
+            fmt::format("Failed to fsync {} JSONL: {}", self.opts_.subject, ec.message()));
+}
+
+}  // namespace jsonlw::detail

@@ -1,0 +1,270 @@
+// WriterCore::Impl: the state every part of the core shares, and the one place that says
+// which file owns which part. Included only by the core's .cpp files (libjsonlw internal).
+//
+//   writer_core.cpp  the public WriterCore: construction, start(), shutdown(), envelope
+//   drain.cpp        the drain coroutine on the strand, its wake-ups, the hops to the I/O thread
+//   io_thread.cpp    the I/O thread's tasks: a step of batches, the final close, fsyncs
+//   accounting.cpp   where a record is counted (written, dropped, unknown), stats(), the
+//                    rate-limited logs of each reason
+//   rotation.cpp     the default layout's file: naming, the open suffix, rotation, reopen
+//   waiters.cpp      flush, reopen and close waiters; the close timeout; async_*_impl
+//   space_wait.cpp   Overflow::block: producers waiting for room
+#pragma once
+
+#include <jsonlw/detail/writer_core.hpp>
+#include <jsonlw/error.hpp>
+
+#include "file_append.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace jsonlw::detail {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+
+// Logged at the first occurrence, then every 1000th.
+inline bool log_worthy(std::uint64_t nth) noexcept { return nth == 1 || nth % 1000 == 0; }
+
+// This machine's name ("localhost" when it has none), and `now` as YYYYMMDDTHHMMSSZ (UTC).
+std::string host_name();
+std::string utc_stamp(std::time_t now = std::time(nullptr));
+
+// The memory of the wake-up a producer posts: one slot owned by the writer, so a wake-up
+// allocates nothing on the producer's thread. A second wake-up while the first is still
+// queued (rare: the drain re-parked before the first ran) falls back to the heap.
+struct WakeArena {
+    alignas(std::max_align_t) unsigned char slot[256];
+    std::atomic<bool> busy{false};
+
+    void* allocate(std::size_t n)
+    {
+        if (n <= sizeof slot && !busy.exchange(true, std::memory_order_acquire)) return slot;
+        return ::operator new(n);
+    }
+    void deallocate(void* p) noexcept
+    {
+        if (p == slot) busy.store(false, std::memory_order_release);
+        else ::operator delete(p);
+    }
+};
+
+struct WriterCore::Impl {
+    // What one batch's serialize_batch()/append() calls resolved (I/O thread).
+    struct Tally {
+        std::uint64_t written = 0, malformed = 0, unexpected = 0, write_error = 0, unknown = 0;
+        std::uint64_t sanitized = 0, bytes = 0, batches = 0;
+        std::uint64_t resolved() const noexcept
+        {
+            return written + malformed + unexpected + write_error + unknown;
+        }
+    };
+
+    explicit Impl(WriterCore& core);  // writer_core.cpp
+    ~Impl();
+    void log(LogLevel level, std::string_view msg) const noexcept;
+
+    // --- hooks guard: the typed writer may be destroyed while the core lives on ---
+    // Shared with I/O tasks so that a task can leave() after handing its completion to the
+    // strand, when the core itself may already be gone.
+    struct Life {
+        std::atomic<int> active{0};
+        std::atomic<bool> detaching{false};
+        bool enter() noexcept
+        {
+            active.fetch_add(1, std::memory_order_seq_cst);
+            if (detaching.load(std::memory_order_seq_cst)) {
+                leave();
+                return false;
+            }
+            return true;
+        }
+        void leave() noexcept
+        {
+            if (active.fetch_sub(1, std::memory_order_seq_cst) == 1) active.notify_all();
+        }
+    };
+    bool enter() noexcept { return life->enter(); }
+    void leave() noexcept { life->leave(); }
+
+    // --- hops between the strand and the I/O thread ---
+    enum class IoTask { step, finalize, sync, idle, reopen, rotate_age };
+    struct Guard {
+        Impl& d;
+        bool ok;
+        explicit Guard(Impl& i) noexcept : d(i), ok(i.enter()) {}
+        ~Guard()
+        {
+            if (ok) d.leave();
+        }
+        explicit operator bool() const noexcept { return ok; }
+    };
+
+    // --- consumer lock: the pop phase of a batch vs. close's discard ---
+    void lock_consumer() noexcept
+    {
+        while (consumer_lock.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+    }
+    void unlock_consumer() noexcept { consumer_lock.clear(std::memory_order_release); }
+
+
+    // --- drain.cpp (strand) ---
+    static asio::awaitable<void> drain(std::shared_ptr<WriterCore> core);
+    // co_await on_io(task): runs the task on the I/O thread and resumes on the strand.
+    auto on_io(IoTask task);
+    void wake_drain() noexcept { wake_timer.cancel(); }
+    void post_wake() noexcept;  // any thread
+
+    // --- io_thread.cpp (I/O thread) ---
+    void run_io_task(IoTask task) noexcept;
+    void io_step() noexcept;
+    void finalize_io() noexcept;
+    void sync_now() noexcept;
+
+    // --- accounting.cpp (I/O thread; publish() ends each batch) ---
+    void publish(std::size_t n) noexcept;
+    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
+    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
+                        std::uint64_t delivered_bytes) noexcept;
+    static std::uint64_t lines_touched(std::string_view bytes, std::uint64_t landed) noexcept;
+    void on_malformed(std::string_view what) noexcept;
+    void on_unexpected(Stage stage, std::string_view what) noexcept;
+    void log_unexpected(Stage stage, std::string_view what) noexcept;
+    void log_queue_drops() noexcept;
+
+    // --- rotation.cpp (I/O thread; set up by start()) ---
+    struct MainFile {
+        std::uint64_t index = 0;
+        std::filesystem::path final_path, open_path;
+        bool created = false;  // an append opened it: it exists on disk
+        bool sealed = false;   // closed for good (close, or the writer's end)
+        std::uint64_t size = 0;
+        clock::time_point opened{};
+    };
+    void name_main(std::uint64_t index, std::time_t when);
+    void list_file(const std::filesystem::path& p, bool replace_last);
+    std::error_code close_main(bool durable) noexcept;
+    std::error_code rotate_main() noexcept;
+    void seal_main(bool durable) noexcept;
+    void seal_stale() noexcept;
+    void reopen_io() noexcept;
+    AppendResult append_main(const Lines& lines) noexcept;
+    AppendResult append_current(const Lines& lines) noexcept;
+
+    // --- waiters.cpp (strand) ---
+    void complete_flushes(std::uint64_t resolved_upto, error_code ec);
+    // Runs h(args...) through the writer's executor, then on h's associated executor —
+    // never inline, never on the I/O thread.
+    template <class Handler, class... Args>
+    void complete(Handler h, Args... args)
+    {
+        asio::post(self.ex_, asio::append(std::move(h), std::move(args)...));
+    }
+    void finish(bool drained);
+    void abandon();
+    void on_close_request(asio::any_completion_handler<void(error_code, CloseReport)> h);
+
+    // --- space_wait.cpp (I/O thread, after a pop) ---
+    void notify_space() noexcept;
+
+
+    WriterCore& self;
+    asio::strand<asio::any_io_executor> strand;
+    std::optional<asio::thread_pool> own_io;
+    asio::any_io_executor io_ex;
+    std::optional<asio::io_context::executor_type> loop_ex;  // ex_, when it is an io_context's
+    WakeArena wake_arena;
+    asio::steady_timer wake_timer;   // the drain parks (or lingers) on it
+    asio::steady_timer close_timer;  // shutdown_timeout
+
+    // Counters. Consumer side (the batch or close): written ... shutdown, unknown.
+    std::atomic<std::uint64_t> written{0}, batches{0}, bytes{0}, sanitized{0}, unknown{0};
+    std::atomic<std::uint64_t> malformed{0}, write_error{0}, shutdown{0}, unexpected{0};
+    // Producer side.
+    alignas(64) std::atomic<std::uint64_t> queue_full{0};
+    std::atomic<std::uint64_t> closed{0}, evicted{0};
+
+    // I/O thread only.
+    FileAppender appender;
+    const std::uint64_t poll_wake_records;  // see maybe_wake()
+    // Free slots that wake Overflow::block producers (a quarter of the queue, at least 1).
+    const std::size_t space_wake_free = std::max<std::size_t>(1, self.opts_.queue_capacity / 4);
+    Tally tally;
+    std::uint64_t queue_full_logged = 0, malformed_seen = 0, unexpected_serialize = 0;
+    std::uint64_t unexpected_write = 0, write_failures = 0, sync_failures = 0;
+    bool unsynced = false;
+    clock::time_point last_sync{};
+
+    // Batch hand-over between the I/O thread and close.
+    std::atomic_flag consumer_lock = ATOMIC_FLAG_INIT;
+    std::atomic<std::size_t> inflight{0};
+    std::atomic<int> batch_state{0};  // 0 in flight, 1 published, 2 abandoned
+    std::atomic<bool> abandoned{false};
+    std::atomic<bool> yield_hop{false};
+
+    // Guard for the typed writer's lifetime.
+    std::shared_ptr<Life> life = std::make_shared<Life>();
+    std::optional<clock::time_point> fsync_due_io;  // I/O task -> strand, via the hop
+    std::optional<clock::time_point> rotate_due_io;  // likewise
+
+    // The default layout's file (I/O thread; set up by start()).
+    std::shared_ptr<FileIo> file_io;
+    bool main_rotating = false;
+    std::string main_prefix;  // <stem>-<host>-<pid>-
+    std::string open_suffix;
+    MainFile main;
+    std::atomic<std::uint64_t> files_closed{0};
+    std::atomic<bool> reopen_requested{false};
+    std::error_code reopen_ec;  // the last reopen's, I/O task -> strand
+    mutable std::mutex files_mu;
+    std::vector<std::filesystem::path> file_list;  // under files_mu
+    std::atomic<bool> shutting_down{false};
+    std::atomic<std::size_t> discarded_at_shutdown{0};
+
+    // Overflow::block waiters.
+    std::mutex space_mu;
+    std::condition_variable space_cv;
+    std::atomic<int> space_waiters{0};
+    std::vector<std::function<void()>> async_space_waiters;
+
+    // Strand only.
+    std::atomic<bool> drain_running{false};
+    bool closing = false;
+    bool finished = false;
+    std::optional<clock::time_point> rotate_due;
+    std::vector<asio::any_completion_handler<void(error_code)>> reopen_waiters;
+    bool active_since_idle = false;
+    std::optional<clock::time_point> empty_since;  // when the drain first found the queue empty
+    // Lingering or polling: the claim position from which a submit wakes the drain.
+    std::atomic<std::uint64_t> wake_at{0};
+    std::optional<clock::time_point> fsync_due;
+    std::vector<std::pair<std::uint64_t, asio::any_completion_handler<void(error_code)>>>
+        flush_waiters;
+    std::vector<asio::any_completion_handler<void(error_code, CloseReport)>> close_waiters;
+    std::optional<CloseReport> report;
+};
+
+}  // namespace jsonlw::detail
