@@ -567,7 +567,7 @@ namespace {
 void py_double(fmt::memory_buffer& b, double d)
 {
     const std::size_t at = b.size();
-    fmt::format_to(fmt::appender(b), "{}", d);
+    fmt::format_to(fmt::appender(b), FMT_COMPILE("{}"), d);
     const std::string_view v(b.data() + at, b.size() - at);
     if (v.find_first_of(".en") == std::string_view::npos) b.append(std::string_view(".0"));
 }
@@ -577,20 +577,24 @@ void py_field(fmt::memory_buffer& b, std::string_view key, const std::optional<d
 {
     if (!d) return;
     if (comma) b.push_back(',');
-    fmt::format_to(fmt::appender(b), "\"{}\":", key);
+    b.push_back('"');
+    b.append(key);
+    b.append(std::string_view("\":"));
     py_double(b, *d);
 }
 
 void fmt_steps(fmt::memory_buffer& b, std::string_view key,
                const std::vector<jsonlw::StepMetrics>& steps)
 {
-    fmt::format_to(fmt::appender(b), "\"{}\":[", key);
+    b.push_back('"');
+    b.append(key);
+    b.append(std::string_view("\":["));
     for (std::size_t i = 0; i < steps.size(); ++i) {
         const jsonlw::StepMetrics& m = steps[i];
         b.append(std::string_view(i ? ",{" : "{"));
         bool first = true;
         if (m.iter) {
-            fmt::format_to(fmt::appender(b), "\"iter\":{}", *m.iter);
+            fmt::format_to(fmt::appender(b), FMT_COMPILE("\"iter\":{}"), *m.iter);
             first = false;
         }
         py_field(b, "forward_start_time", m.forward_start_time, !first);
@@ -607,13 +611,14 @@ void fmt_steps(fmt::memory_buffer& b, std::string_view key,
 
 }  // namespace
 
-// What a user writes by hand for the seed's worker record: fmt::format_to of the fields it
-// has, in the seed's order and spelling (the same bytes as PerfMetricsWriter's line).
+// What a user writes by hand for the seed's worker record: compiled fmt::format_to of the
+// fields it has, keys appended as literals, in the seed's order and spelling (the same bytes
+// as PerfMetricsWriter's line).
 void format_perf_by_hand(const jsonlw::PerfMetricsRecord& r, fmt::memory_buffer& b)
 {
     const jsonlw::PhaseRecord& p = *r.server;
     const jsonlw::TimingMetrics& t = p.timing_metrics;
-    fmt::format_to(fmt::appender(b), R"({{"request_id":{},"perf_metrics":{{"timing_metrics":{{)",
+    fmt::format_to(fmt::appender(b), FMT_COMPILE(R"({{"request_id":{},"perf_metrics":{{"timing_metrics":{{)"),
                    r.request_id);
     py_field(b, "arrival_time", t.arrival_time, false);
     py_field(b, "first_scheduled_time", t.first_scheduled_time);
@@ -622,13 +627,13 @@ void format_perf_by_hand(const jsonlw::PerfMetricsRecord& r, fmt::memory_buffer&
     py_field(b, "server_arrival_time", t.server_arrival_time);
     py_field(b, "server_first_token_time", t.server_first_token_time);
     b.push_back('}');
-    if (p.first_iter) fmt::format_to(fmt::appender(b), ",\"first_iter\":{}", *p.first_iter);
-    if (p.last_iter) fmt::format_to(fmt::appender(b), ",\"last_iter\":{}", *p.last_iter);
+    if (p.first_iter) fmt::format_to(fmt::appender(b), FMT_COMPILE(",\"first_iter\":{}"), *p.first_iter);
+    if (p.last_iter) fmt::format_to(fmt::appender(b), FMT_COMPILE(",\"last_iter\":{}"), *p.last_iter);
     if (const auto& kv = p.kv_cache_metrics)
         fmt::format_to(fmt::appender(b),
-                       R"(,"kv_cache_metrics":{{"num_total_allocated_blocks":{},)"
-                       R"("num_new_allocated_blocks":{},"num_reused_blocks":{},)"
-                       R"("num_missed_blocks":{}}})",
+                       FMT_COMPILE(R"(,"kv_cache_metrics":{{"num_total_allocated_blocks":{},)"
+                                   R"("num_new_allocated_blocks":{},"num_reused_blocks":{},)"
+                                   R"("num_missed_blocks":{}}})"),
                        kv->num_total_allocated_blocks, kv->num_new_allocated_blocks,
                        kv->num_reused_blocks, kv->num_missed_blocks);
     b.push_back('}');
@@ -639,7 +644,7 @@ void format_perf_by_hand(const jsonlw::PerfMetricsRecord& r, fmt::memory_buffer&
         fmt_steps(b, "step_metrics", tb->step_metrics);
         b.push_back('}');
     }
-    fmt::format_to(fmt::appender(b), R"(,"status":"{}"}})", r.status);
+    fmt::format_to(fmt::appender(b), FMT_COMPILE(R"(,"status":"{}"}})"), r.status);
 }
 
 ThroughputResult perf_fmt_throughput(const WriterWorkload& wl, const ThroughputSpec& s)

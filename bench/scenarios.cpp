@@ -977,12 +977,14 @@ bool profile_run(const std::string& kind, const Config& cfg)
                              human(static_cast<double>(n) / seconds),
                              problem.empty() ? "" : " PROBLEM: " + problem));
     };
-    if (kind == "raw-250" || kind == "raw-1k" || kind == "raw-4k") {
-        const std::size_t size = kind == "raw-250" ? 250 : kind == "raw-1k" ? 1024 : 4096;
+    const bool trusted = kind.ends_with("-trusted");
+    const std::string base = trusted ? kind.substr(0, kind.size() - 8) : kind;
+    if (base == "raw-250" || base == "raw-1k" || base == "raw-4k") {
+        const std::size_t size = base == "raw-250" ? 250 : base == "raw-1k" ? 1024 : 4096;
         const LinePool pool = make_pool(size);
         const std::size_t records = std::max<std::size_t>(1000, cfg.records * 250 / size);
         ThroughputSpec spec{&pool, records, 1, cfg.dir, nullptr};
-        const ThroughputResult r = jsonlw_raw_throughput(spec);
+        const ThroughputResult r = jsonlw_raw_throughput(spec, trusted);
         report("RawJsonWriter " + pool.label, r.seconds, records, r.problem);
     } else if (kind == "perf-seed") {
         const WriterWorkload wl = perf_metrics_workload(0);
