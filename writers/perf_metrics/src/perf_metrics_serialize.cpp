@@ -262,6 +262,8 @@ void write_coerced_id(JsonLine& line, std::string_view id)
 
 void serialize_perf_metrics(const PerfMetricsRecord& rec, JsonLine& line)
 {
+    if (rec.malformed) [[unlikely]]
+        throw MalformedRecord(*rec.malformed);
     if (rec.disagg) disagg_line(rec, line);
     else worker_line(rec, line);
 }

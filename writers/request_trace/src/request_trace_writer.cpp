@@ -112,6 +112,7 @@ struct RequestTraceWriter::Impl {
 
     void write(const RequestTrace& r, JsonLine& line)
     {
+        if (r.malformed) throw MalformedRecord(*r.malformed);
         if (r.trace_id.empty()) throw MalformedRecord("request line without a trace_id");
         line.begin_object()
             .field("event", "request")
@@ -154,6 +155,7 @@ struct RequestTraceWriter::Impl {
 
     void write(const ResponseTrace& r, JsonLine& line)
     {
+        if (r.malformed) throw MalformedRecord(*r.malformed);
         if (r.trace_id.empty()) throw MalformedRecord("response line without a trace_id");
         line.begin_object()
             .field("event", "response")

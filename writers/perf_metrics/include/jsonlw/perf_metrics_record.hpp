@@ -118,12 +118,17 @@ struct PerfMetricsRecord {
     std::optional<PhaseRecord> gen;
     std::optional<std::string> ctx_request_id;     // worker line (a disagg worker's ctx id)
     std::optional<std::string> disagg_request_id;
+    // Set by a binding that could not convert its caller's record (the Python package): the
+    // record is queued as it is and serialize_perf_metrics() throws MalformedRecord(*malformed),
+    // so the drop is counted and logged where every malformed record is (dropped.malformed).
+    std::optional<std::string> malformed{};
 };
 
 // Writes `rec` as one JSON line (no newline) into `line`. Throws MalformedRecord when the
-// record cannot be written: no `server` phase on a worker record (what(): "'server'", as
-// Python's KeyError prints), a disagg phase without ctx_server/gen_server, or a non-finite
-// number in a field that would be written (what() names the field). Thread-safe (no state).
+// record cannot be written: `malformed` set (what(): its text), no `server` phase on a worker
+// record (what(): "'server'", as Python's KeyError prints), a disagg phase without
+// ctx_server/gen_server, or a non-finite number in a field that would be written (what()
+// names the field). Thread-safe (no state).
 void serialize_perf_metrics(const PerfMetricsRecord& rec, JsonLine& line);
 
 // An id as the line spells it: a JSON integer for a string of digits that fits in uint64,

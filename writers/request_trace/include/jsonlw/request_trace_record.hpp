@@ -55,6 +55,9 @@ struct RequestTrace {
     std::string body;
     // Written only when present (rejected requests).
     std::optional<std::vector<TraceValidationError>> validation_errors{};
+    // Set by a binding that could not convert its caller's request (the Python package): the
+    // line is dropped as malformed at serialization, with this text in the log.
+    std::optional<std::string> malformed{};
 };
 
 enum class ResponseTraceStatus {
@@ -98,6 +101,8 @@ struct ResponseTrace {
     std::optional<std::string> response_status{};
     std::optional<std::string> incomplete_reason{};
     std::optional<std::string> error_code{};
+    // As RequestTrace::malformed.
+    std::optional<std::string> malformed{};
 };
 
 // What a RequestTraceWriter queues.
