@@ -1,0 +1,429 @@
+"""Drop-ins for TensorRT-LLM's serving writers (reference/trtllm-writers.md §1.1, §1.2, §1.4),
+with the C++ writers behind them:
+
+    from jsonlw.trtllm import PerfMetricsJsonlWriter      # tensorrt_llm.serve.perf_metrics
+    --post_processor_hook jsonlw.trtllm.RawOutputDump     # tensorrt_llm.executor.raw_output_hook
+    from jsonlw.trtllm import RequestTraceWriter          # tensorrt_llm.serve.request_trace
+
+Same names, constructors, file names, record shapes and log messages; submit() never blocks
+and never raises for a bad record (it is dropped and counted as malformed).
+"""
+
+import logging
+import os
+import time
+import weakref
+
+from . import _native, _runtime
+from ._native import SubmitResult
+from ._writer import WriterBase
+
+__all__ = ["PerfMetricsJsonlWriter", "RawOutputDump", "RequestTraceWriter", "HookAction",
+           "SubmitResult", "perf_metrics_line"]
+
+logger = logging.getLogger("jsonlw.trtllm")
+
+RAW_OUTPUT_DIR_ENV = "TRTLLM_RAW_OUTPUT_DIR"
+REQUEST_TRACE_DIR_ENV = "TRTLLM_REQUEST_TRACE_DIR"
+
+
+def _directory(value, what):
+    if value is None:
+        return ""
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{what} must be a str or os.PathLike or None, got {type(value).__name__}")
+    return os.fspath(value)
+
+
+def _io(io_context):
+    if io_context is None:
+        return _runtime.default_io_context()
+    if not isinstance(io_context, _native.IoContext):
+        raise TypeError(f"io_context must be a jsonlw.IoContext, got {type(io_context).__name__}")
+    return io_context
+
+
+def perf_metrics_line(record):
+    """The line (bytes, no newline) PerfMetricsJsonlWriter writes for `record`; ValueError
+    for a record it drops as malformed."""
+    return _native.perf_metrics_line(record)
+
+
+# --- PerfMetricsJsonlWriter ---------------------------------------------------------------
+
+class PerfMetricsJsonlWriter(WriterBase):
+    """tensorrt_llm.serve.perf_metrics.PerfMetricsJsonlWriter on jsonlw::PerfMetricsWriter.
+
+    `output_dir` None or empty: inert. File <output_dir>/perf_metrics-<kind>-<hostname>-
+    <pid>-<YYYYMMDDTHHMMSSZ>.jsonl (the time taken at start()); queue 1024, batches of 64,
+    5 s shutdown. submit(record) takes the internal record the middleware builds (§2.1) and
+    the C++ writer applies the §2.3 rules; any thread, never blocks, returns a SubmitResult.
+    """
+
+    QUEUE_SIZE = 1024
+    BATCH_SIZE = 64
+    SHUTDOWN_TIMEOUT_SECONDS = 5.0
+
+    def __init__(self, output_dir, kind="server", *, io_context=None, durability="none"):
+        if not isinstance(kind, str):
+            raise TypeError(f"kind must be a str, got {type(kind).__name__}")
+        if not isinstance(durability, str):
+            raise TypeError("durability must be a str")
+        self._output_dir = _directory(output_dir, "output_dir")
+        native = _native.PerfMetricsWriter(_io(io_context), self._output_dir, kind,
+                                           logger, durability)
+        super().__init__(native)
+        self._kind = kind
+
+    @property
+    def kind(self):
+        return self._kind
+
+    @property
+    def output_dir(self):
+        return self._output_dir or None
+
+    @property
+    def dropped_records(self):
+        """Records dropped for any reason but a submit after close (queue full, malformed,
+        write error, shutdown), as TensorRT-LLM's counter."""
+        d = self._native.stats()["dropped"]
+        return sum(v for k, v in d.items() if k != "closed")
+
+    def _describe(self):
+        return f"PerfMetricsJsonlWriter({self._output_dir!r}, {self._kind!r})"
+
+
+# --- RawOutputDump ------------------------------------------------------------------------
+
+class HookAction:
+    """The pass-through verdict when tensorrt_llm is not importable: emit `text` unchanged
+    (TensorRT-LLM's PostProcessorHookAction.emit)."""
+
+    __slots__ = ("kind", "text", "reason")
+
+    def __init__(self, kind, text="", reason=None):
+        self.kind = kind
+        self.text = text
+        self.reason = reason
+
+    @classmethod
+    def emit(cls, text):
+        return cls("emit", text)
+
+    def __eq__(self, other):
+        return (isinstance(other, HookAction) and self.kind == other.kind
+                and self.text == other.text and self.reason == other.reason)
+
+    def __repr__(self):
+        return f"HookAction.emit({self.text!r})" if self.kind == "emit" else f"HookAction({self.kind!r})"
+
+
+def _emit_factory():
+    """TensorRT-LLM's own verdict constructor when it is importable, else HookAction.emit."""
+    try:
+        from tensorrt_llm.executor.postprocessor_hook import PostProcessorHookAction
+        emit = getattr(PostProcessorHookAction, "emit")
+        if callable(emit):
+            return emit
+    except Exception:  # noqa: BLE001 - any import failure means "not there"
+        pass
+    return HookAction.emit
+
+
+_warned_disabled = False
+
+
+class RawOutputDump:
+    """tensorrt_llm.executor.raw_output_hook.RawOutputDump on jsonlw::RawOutputWriter.
+
+    Records when TRTLLM_RAW_OUTPUT_DIR is set (read at construction; `output_dir` overrides
+    it): one line per finished output in <dir>/<YYYY-MM-DDTHH>/raw-<pid>.jsonl. Calling the
+    hook with a chunk (PostProcessorHookChunk, or a dict of its fields) always returns the
+    pass-through verdict emit(chunk.text_diff) and never raises; the record is queued to the
+    C++ writer (no file I/O in the caller's thread). on_request_end(request_id, reason) writes
+    what a request that ended without final chunks had generated, as a partial record.
+    """
+
+    def __init__(self, output_dir=None, *, max_pending=4096, io_context=None):
+        global _warned_disabled
+        if output_dir is None:
+            output_dir = os.environ.get(RAW_OUTPUT_DIR_ENV, "")
+        self._output_dir = _directory(output_dir, "output_dir")
+        if isinstance(max_pending, bool) or not isinstance(max_pending, int):
+            raise TypeError("max_pending must be an int")
+        if max_pending < 1:
+            raise ValueError("max_pending must be at least 1")
+        self._emit = _emit_factory()
+        quiet = logging.getLogger("jsonlw.trtllm.quiet")
+        log = logger if (self._output_dir or not _warned_disabled) else quiet
+        if not self._output_dir:
+            _warned_disabled = True  # the C++ writer warns once per process that builds it
+        self._native = _native.RawOutputWriter(_io(io_context), self._output_dir, log, max_pending)
+        self._inherited = False
+        self._closed = False
+        self._close_report = None
+        if self._output_dir:
+            _runtime.track(self)
+            self._native.start_async(lambda _: None)  # mkdir on the io_context thread
+
+    # The hook.
+    def __call__(self, chunk):
+        try:
+            text_diff = chunk["text_diff"] if isinstance(chunk, dict) else getattr(chunk, "text_diff", "")
+        except Exception:  # noqa: BLE001
+            text_diff = ""
+        if self._output_dir:
+            try:
+                self._native.on_chunk(chunk)
+            except BaseException:  # noqa: BLE001 - the hook never raises into the server
+                pass
+        return self._emit(text_diff)
+
+    on_chunk = __call__
+
+    def on_request_end(self, request_id, reason="ended"):
+        if not self._output_dir:
+            return
+        try:
+            self._native.on_request_end(int(request_id), str(reason or ""))
+        except BaseException:  # noqa: BLE001
+            pass
+
+    def end_all(self, reason="ended"):
+        if self._output_dir:
+            try:
+                self._native.end_all(str(reason))
+            except BaseException:  # noqa: BLE001
+                pass
+
+    # Lifecycle and state.
+    def flush(self, timeout=None):
+        return WriterBase.flush(self, timeout)
+
+    def close(self, timeout=None):
+        return WriterBase.close(self, timeout)
+
+    _close_blocking = WriterBase._close_blocking
+    stats = WriterBase.stats
+
+    def counters(self):
+        """The hook side: pending, finished, partial, evicted, released_empty, not_recorded,
+        hook_failures, bad_chunks, ..."""
+        return self._native.counters()
+
+    @property
+    def dropped(self):
+        """Records (and chunks) lost: hook failures, unreadable chunks, and the writer's drops."""
+        c = self._native.counters()
+        d = self._native.stats()["dropped"]
+        return c["hook_failures"] + c["bad_chunks"] + c["not_recorded"] + sum(d.values())
+
+    _dropped = dropped
+
+    @property
+    def recording(self):
+        return self._native.recording
+
+    @property
+    def pending_outputs(self):
+        return self._native.pending_outputs
+
+    @property
+    def max_pending(self):
+        return self._native.max_pending
+
+    @property
+    def output_dir(self):
+        return self._output_dir or None
+
+    def _describe(self):
+        return f"RawOutputDump({self._output_dir!r})"
+
+
+# --- RequestTraceWriter -------------------------------------------------------------------
+
+_INTERNAL_HOPS = ("context_only", "generation_only")
+
+
+def _request_type(disaggregated_params):
+    if disaggregated_params is None:
+        return None
+    if isinstance(disaggregated_params, dict):
+        return disaggregated_params.get("request_type")
+    return getattr(disaggregated_params, "request_type", None)
+
+
+class RequestTraceWriter(WriterBase):
+    """tensorrt_llm.serve.request_trace.RequestTraceWriter on jsonlw::RequestTraceWriter.
+
+    Enabled by `output_dir` or TRTLLM_REQUEST_TRACE_DIR (read at construction). Files
+    <dir>/<YYYY-MM-DDTHH>/requests-<pid>.jsonl and responses-<pid>.jsonl, the hour from each
+    line's own timestamp; queue 1024, batches of 32, 5 s shutdown. Credentials redacted and
+    sessions sanitized when the line is serialized (C++ I/O thread). durable=True: fsync per
+    batch, torn-line isolation and the accounting sidecar <dir>/_writer/<generation>.json.
+    """
+
+    def __init__(self, output_dir=None, *, durable=False, writer_suffix=None, io_context=None):
+        if output_dir is None:
+            output_dir = os.environ.get(REQUEST_TRACE_DIR_ENV, "")
+        self._output_dir = _directory(output_dir, "output_dir")
+        if not isinstance(durable, bool):
+            raise TypeError("durable must be a bool")
+        if writer_suffix is not None and not isinstance(writer_suffix, str):
+            raise TypeError("writer_suffix must be a str or None")
+        native = _native.RequestTraceWriter(_io(io_context), self._output_dir, logger,
+                                            durable, writer_suffix)
+        super().__init__(native)
+        self.submit = None
+
+    @property
+    def enabled_dir(self):
+        return self._output_dir or None
+
+    @staticmethod
+    def should_trace(disaggregated_params=None, request_state=None):
+        """False for the disaggregated server's internal hops (request_type context_only or
+        generation_only) and for a request already traced (re-entry: `request_state` holds a
+        handle)."""
+        if _request_type(disaggregated_params) in _INTERNAL_HOPS:
+            return False
+        if request_state is not None and getattr(request_state, "trtllm_request_trace", None) is not None:
+            return False
+        return True
+
+    def record_request(self, *, route, headers=(), body=b"", session="", status="accepted",
+                       server_arrival_time=None, validation_errors=None, trace_id=None,
+                       recorded_at=None):
+        """Queues the request line; returns its trace_id ("tr_" + 32 hex), or None when the
+        writer is inert. Never raises for bad values (the line is dropped as malformed)."""
+        if not self._output_dir:
+            return None
+        tid = trace_id if trace_id is not None else _native.new_trace_id()
+        self._native.record_request({
+            "trace_id": tid, "session": session, "recorded_at": recorded_at,
+            "server_arrival_time": server_arrival_time, "route": route, "status": status,
+            "headers": headers, "body": body, "validation_errors": validation_errors})
+        return tid
+
+    def record_response(self, trace_id, *, session="", status="completed", body="",
+                        response_kind="json", client_id=None, disagg_request_id=None,
+                        ctx_request_id=None, http_status=None, termination=None,
+                        response_status=None, incomplete_reason=None, error_code=None,
+                        finished_at=None):
+        """Queues the response line; returns the SubmitResult."""
+        if not self._output_dir:
+            return SubmitResult.disabled
+        return self._native.record_response({
+            "trace_id": trace_id, "session": session, "status": status, "body": body,
+            "response_kind": response_kind, "client_id": client_id,
+            "disagg_request_id": disagg_request_id, "ctx_request_id": ctx_request_id,
+            "http_status": http_status, "termination": termination,
+            "response_status": response_status, "incomplete_reason": incomplete_reason,
+            "error_code": error_code, "finished_at": finished_at})
+
+    def begin(self, *, route, headers=(), body=b"", session="", request_state=None,
+              disaggregated_params=None, **fields):
+        """The request hook: records the request and returns a TraceHandle (stored on
+        `request_state.trtllm_request_trace`), or None when not traced (inert, an internal
+        disaggregated hop, or re-entry)."""
+        if not self._output_dir or not self.should_trace(disaggregated_params, request_state):
+            return None
+        tid = self.record_request(route=route, headers=headers, body=body, session=session,
+                                  **fields)
+        handle = TraceHandle(self, tid, session)
+        if request_state is not None:
+            try:
+                request_state.trtllm_request_trace = handle
+            except Exception:  # noqa: BLE001
+                pass
+        return handle
+
+    @property
+    def generation(self):
+        return self._native.generation
+
+    @property
+    def sidecar_path(self):
+        return self._native.sidecar_path
+
+    @property
+    def writer_suffix(self):
+        return self._native.writer_suffix
+
+    def _describe(self):
+        return f"RequestTraceWriter({self._output_dir!r})"
+
+
+class TraceHandle:
+    """One traced request: its response is written once (the first finish() wins)."""
+
+    def __init__(self, writer, trace_id, session):
+        self._writer = weakref.ref(writer)
+        self.trace_id = trace_id
+        self.session = session
+        self.response_written = False
+
+    def finish(self, **fields):
+        if self.response_written:
+            return None
+        self.response_written = True
+        w = self._writer()
+        if w is None:
+            return None
+        return w.record_response(self.trace_id, session=self.session, **fields)
+
+    def wrap_stream(self, stream, **fields):
+        """Wraps an SSE async iterator of str/bytes: the whole stream is recorded as
+        sse_text with status completed, client_disconnected (GeneratorExit, cancellation)
+        or error; a stream never iterated is recorded as client_disconnected with
+        termination {cause: "not_started"} when it is collected."""
+        handle = self
+        frames = []
+
+        class _Stream:
+            def __init__(self):
+                self._started = False
+                self._agen = self._run()
+
+            async def _run(self):
+                try:
+                    async for frame in stream:
+                        frames.append(frame.encode() if isinstance(frame, str) else bytes(frame))
+                        yield frame
+                except (GeneratorExit, _cancelled()):
+                    handle.finish(status="client_disconnected", response_kind="sse_text",
+                                  body=frames, termination={"cause": "cancelled", "detail": None},
+                                  **fields)
+                    raise
+                except Exception as e:  # noqa: BLE001
+                    handle.finish(status="error", response_kind="sse_text", body=frames,
+                                  termination={"cause": "exception",
+                                               "detail": f"{type(e).__name__}: {e}"}, **fields)
+                    raise
+                else:
+                    handle.finish(status="completed", response_kind="sse_text", body=frames,
+                                  **fields)
+
+            def __aiter__(self):
+                return self
+
+            async def __anext__(self):
+                self._started = True
+                return await self._agen.__anext__()
+
+            async def aclose(self):
+                await self._agen.aclose()
+
+            def __del__(self):
+                if not self._started and not handle.response_written:
+                    handle.finish(status="client_disconnected", response_kind="sse_text",
+                                  body="", termination={"cause": "not_started", "detail": None},
+                                  **fields)
+
+        return _Stream()
+
+
+def _cancelled():
+    import asyncio
+    return asyncio.CancelledError
