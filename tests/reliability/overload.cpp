@@ -254,11 +254,15 @@ void run_overload(Overflow policy, const char* name)
     }
 
     // The bound (docs/reliability.md): the queue full of records (the Rec and its text's heap
-    // block), the batch buffers (the staging batch and the line buffer), and a constant for
-    // the producer threads' stacks, per-thread malloc arenas and the allocator's slack.
+    // block), the batch buffers (the staging batch and the line buffer), what each producer's
+    // malloc arena may keep of the records freed into it (glibc frees a block into the arena
+    // it came from and gives contending threads arenas of their own, so on a loaded 2-core
+    // machine each producer's arena held up to a queue's worth: growth 54-76 MiB, 41 MiB with
+    // MALLOC_ARENA_MAX=1), and a constant for the threads' stacks and the allocator's slack.
     const long record_bytes = static_cast<long>(sizeof(Rec) + kText + 1 + 16);
     const long line_bytes = static_cast<long>(kText + 100);
-    const long bound_kib = (static_cast<long>(kQueue) * record_bytes +
+    const long queue_bytes = static_cast<long>(kQueue) * record_bytes;
+    const long bound_kib = (queue_bytes + static_cast<long>(kProducers) * queue_bytes +
                             static_cast<long>(kBatch) * (record_bytes + 2 * line_bytes)) / 1024 +
                            48 * 1024;
     const long growth_kib = peak_kib - base_kib;
