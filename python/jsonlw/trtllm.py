@@ -155,7 +155,9 @@ class RawOutputDump:
         if max_pending < 1:
             raise ValueError("max_pending must be at least 1")
         self._emit = _emit_factory()
-        quiet = logging.getLogger("jsonlw.trtllm.quiet")
+        quiet = logging.getLogger("jsonlw.trtllm._repeated_warning")
+        quiet.propagate = False
+        quiet.addHandler(logging.NullHandler())
         log = logger if (self._output_dir or not _warned_disabled) else quiet
         if not self._output_dir:
             _warned_disabled = True  # the C++ writer warns once per process that builds it

@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <atomic>
 #include <cstdint>
@@ -37,7 +38,7 @@ namespace py = pybind11;
 // One io_context and the thread that runs it. The package makes one per process (shared by
 // every writer); a caller may make its own. After fork() the child must forget() an inherited
 // one: its thread does not exist there, and joining it would hang.
-class IoContext {
+class IoContext : public std::enable_shared_from_this<IoContext> {
 public:
     IoContext();
     ~IoContext();
@@ -50,7 +51,15 @@ public:
     bool running() const noexcept { return thread_.joinable() && !forgotten_; }
     // Fork child: never join, never destroy the io_context (its state belongs to the parent's
     // threads); the object is leaked on purpose.
-    void forget() noexcept { forgotten_ = true; }
+    void forget() noexcept
+    {
+        if (forgotten_) return;
+        forgotten_ = true;
+        try {
+            new std::shared_ptr<IoContext>(shared_from_this());  // never destroyed
+        } catch (...) {
+        }
+    }
     bool forgotten() const noexcept { return forgotten_; }
     // Whether the calling thread is this context's thread.
     bool on_thread() const noexcept { return std::this_thread::get_id() == thread_id_; }

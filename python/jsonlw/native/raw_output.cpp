@@ -30,7 +30,10 @@ py::object field(py::handle chunk, const char* name)
     }
     PyObject* v = PyObject_GetAttrString(chunk.ptr(), name);
     if (!v) {
+        // Absent is fine (an older chunk type); an attribute that raises costs the record.
+        const bool absent = PyErr_ExceptionMatches(PyExc_AttributeError);
         PyErr_Clear();
+        if (!absent) throw BadRecord(fmt::format("reading chunk.{} raised", name));
         return py::object();
     }
     return py::reinterpret_steal<py::object>(v);

@@ -70,13 +70,25 @@ public:
         w_->start();
     }
 
+    // Flush and close are initiated on the io_context thread too, after a start_async() posted
+    // before them (the context runs its handlers in order): a close right after an
+    // unawaited start never overtakes it.
+    template <class F>
+    void in_order(F&& f)
+    {
+        if (io_->running()) boost::asio::post(io_->executor(), std::forward<F>(f));
+        else f();
+    }
+
     void flush_async(py::object callback)
     {
         PyRef cb(std::move(callback));
         PyRef logger(logger_);
-        w_->async_flush([logs = logs_, cb = std::move(cb), logger = std::move(logger)](
+        in_order([w = w_, logs = logs_, cb = std::move(cb), logger = std::move(logger)]() mutable {
+        w->async_flush([logs = std::move(logs), cb = std::move(cb), logger = std::move(logger)](
                             error_code ec) mutable {
             complete(cb, logger, *logs, [ec] { return py::object(py::bool_(!ec)); });
+        });
         });
     }
 
@@ -84,9 +96,11 @@ public:
     {
         PyRef cb(std::move(callback));
         PyRef logger(logger_);
-        w_->async_close([logs = logs_, cb = std::move(cb), logger = std::move(logger)](
+        in_order([w = w_, logs = logs_, cb = std::move(cb), logger = std::move(logger)]() mutable {
+        w->async_close([logs = std::move(logs), cb = std::move(cb), logger = std::move(logger)](
                             error_code, CloseReport r) mutable {
             complete(cb, logger, *logs, [r] { return py::object(close_report_dict(r)); });
+        });
         });
     }
 
@@ -96,7 +110,7 @@ public:
     {
         auto done = std::make_shared<std::promise<bool>>();
         std::future<bool> f = done->get_future();
-        w_->async_flush([done](error_code ec) { done->set_value(!ec); });
+        in_order([w = w_, done] { w->async_flush([done](error_code ec) { done->set_value(!ec); }); });
         const bool ready = wait(f, timeout);
         emit_logs();
         return ready && f.get();
@@ -108,7 +122,9 @@ public:
     {
         auto done = std::make_shared<std::promise<CloseReport>>();
         std::future<CloseReport> f = done->get_future();
-        w_->async_close([done](error_code, CloseReport r) { done->set_value(r); });
+        in_order([w = w_, done] {
+            w->async_close([done](error_code, CloseReport r) { done->set_value(r); });
+        });
         const bool ready = wait(f, timeout);
         emit_logs();
         if (!ready) return py::none();

@@ -1,0 +1,100 @@
+"""Interpreter exit with open writers (closed within their shutdown timeouts, no hang, counts
+logged) and fork() (a child never writes through what it inherited; its own writers work)."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+
+def run_py(code, cwd, timeout=60):
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, cwd=str(cwd), timeout=timeout)
+    return p, time.monotonic() - t0
+
+
+def lines(pattern):
+    out = []
+    for f in glob.glob(pattern, recursive=True):
+        with open(f) as fh:
+            out += [json.loads(l) for l in fh]
+    return out
+
+
+def test_open_writers_are_closed_at_exit_without_a_hang(tmp_path):
+    code = f"""
+        import asyncio, logging, types
+        logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+        from jsonlw.trtllm import PerfMetricsJsonlWriter, RawOutputDump, RequestTraceWriter
+        async def main():
+            w = PerfMetricsJsonlWriter({str(tmp_path / 'pm')!r}, "server")
+            await w.start()
+            for i in range(3000):
+                w.submit({{"request_id": str(i), "phases": {{"server": {{"timing_metrics": {{}}}}}}}})
+            t = RequestTraceWriter({str(tmp_path / 'tr')!r})
+            await t.start()
+            t.record_request(route="/r")
+            d = RawOutputDump({str(tmp_path / 'raw')!r})
+            d(types.SimpleNamespace(request_id=1, text_diff="in flight"))
+            globals()["keep"] = (w, t, d)  # never closed
+        asyncio.run(main())
+        print("main done")
+    """
+    p, took = run_py(code, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert took < 20
+    assert len(lines(str(tmp_path / "pm" / "*.jsonl"))) + 0 == 3000 or "dropped" in p.stderr
+    assert len(lines(str(tmp_path / "tr" / "**" / "*.jsonl"))) == 1
+    (raw,) = lines(str(tmp_path / "raw" / "**" / "*.jsonl"))
+    assert raw["end_reason"] == "shutdown"
+    assert "closed at exit: submitted 3000" in p.stderr, p.stderr
+
+
+def test_exit_with_a_writer_that_was_never_started(tmp_path):
+    code = f"""
+        from jsonlw.trtllm import PerfMetricsJsonlWriter
+        w = PerfMetricsJsonlWriter({str(tmp_path / 'pm')!r}, "server")
+        w.submit({{"phases": {{}}}})
+    """
+    p, took = run_py(code, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert took < 20
+
+
+def test_a_forked_child_never_writes_through_an_inherited_writer(tmp_path):
+    code = f"""
+        import os, sys, time
+        from jsonlw.trtllm import PerfMetricsJsonlWriter
+        rec = lambda i: {{"request_id": str(i), "phases": {{"server": {{"timing_metrics": {{}}}}}}}}
+        w = PerfMetricsJsonlWriter({str(tmp_path / 'parent')!r}, "server")
+        w.start()
+        w.submit(rec(1))
+        w.flush()
+        pid = os.fork()
+        if pid == 0:
+            for i in range(100, 110):
+                w.submit(rec(i))  # queued, never written: the drain is not in the child
+            own = PerfMetricsJsonlWriter({str(tmp_path / 'child')!r}, "server")
+            own.start()
+            own.submit(rec(7))
+            report = own.close(timeout=10)
+            sys.exit(0 if report and report["stats"]["written"] == 1 else 3)  # atexit runs
+        _, status = os.waitpid(pid, 0)
+        w.submit(rec(2))
+        w.close(timeout=10)
+        print("child", os.waitstatus_to_exitcode(status))
+    """
+    p, took = run_py(code, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "child 0" in p.stdout, p.stdout + p.stderr
+    assert took < 30
+    parent = lines(str(tmp_path / "parent" / "*.jsonl"))
+    assert sorted(r["request_id"] for r in parent) == [1, 2]
+    (child,) = lines(str(tmp_path / "child" / "*.jsonl"))
+    assert child["request_id"] == 7
+    assert glob.glob(str(tmp_path / "child" / "*.jsonl"))[0] != glob.glob(
+        str(tmp_path / "parent" / "*.jsonl"))[0]
