@@ -911,9 +911,10 @@ const SeedWorker& seed_record()
                                                 std::size_t iterations, jsonlw::LineBuffer& buf)
 {
     using P = jsonlw::RawJsonWriterProbe;
-    for (std::size_t i = 0; i < iterations; i += 64) {
+    for (std::size_t i = 0; i < iterations;) {
         buf.clear();
         const std::size_t n = std::min<std::size_t>({64, iterations - i, recs.size()});
+        i += n;
         const std::span<const std::string> batch(recs.data(), n);
         P::begin_batch(w, batch);
         for (const std::string& r : batch) {
@@ -987,7 +988,11 @@ double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, RawPa
                                                                      ? jsonlw::RawJsonValidation::trusted
                                                                      : jsonlw::RawJsonValidation::full});
     std::vector<std::string> recs;
-    for (const std::string& l : pool.lines) {
+    // The batch path takes batches of 64 consecutive records: a smaller pool is repeated.
+    const std::size_t count = path == RawPath::batch ? std::max<std::size_t>(64, pool.lines.size())
+                                                     : pool.lines.size();
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::string& l = pool.lines[i % pool.lines.size()];
         std::string s;
         // Spare capacity for simdjson's padding lets it parse in place instead of copying.
         if (path == RawPath::alone_padded) s.reserve(l.size() + simdjson::SIMDJSON_PADDING);
