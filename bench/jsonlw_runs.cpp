@@ -20,6 +20,8 @@
 #include <time.h>
 
 #include <array>
+#include <chrono>
+#include <ctime>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -680,6 +682,156 @@ ThroughputResult perf_fmt_throughput(const WriterWorkload& wl, const ThroughputS
         }
         failed += bad;
     });
+    if (std::fflush(f) != 0) ++failed;
+    if (std::fclose(f) != 0) ++failed;
+    r.seconds = seconds_since(t0);
+    const FileCheck c = check_file(path);
+    r.lines = c.lines;
+    r.bytes = c.bytes;
+    r.problem = file_problem(c, s.records, s.records * wl.lines.line_bytes);
+    if (r.problem.empty() && failed.load())
+        r.problem = fmt::format("{} fprintf/fflush/fclose calls failed", failed.load());
+    empty_dir(s.dir);
+    return r;
+}
+
+namespace {
+
+// JSON string escaping as a user writes it (no UTF-8 check: the text here is ASCII).
+void escape_to(fmt::memory_buffer& b, std::string_view t)
+{
+    b.push_back('"');
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(t[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        b.append(t.substr(run, i - run));
+        run = i + 1;
+        switch (c) {
+        case '"': b.append(std::string_view("\\\"")); break;
+        case '\\': b.append(std::string_view("\\\\")); break;
+        case '\n': b.append(std::string_view("\\n")); break;
+        case '\r': b.append(std::string_view("\\r")); break;
+        case '\t': b.append(std::string_view("\\t")); break;
+        default: fmt::format_to(fmt::appender(b), FMT_COMPILE("\\u{:04x}"), c);
+        }
+    }
+    b.append(t.substr(run));
+    b.push_back('"');
+}
+
+void iso8601_to(fmt::memory_buffer& b, std::chrono::system_clock::time_point tp)
+{
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch()).count();
+    const std::time_t secs = static_cast<std::time_t>(us / 1000000);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    fmt::format_to(fmt::appender(b), FMT_COMPILE("\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00\""),
+                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                   tm.tm_sec, us % 1000000);
+}
+
+// An output as a user accumulates and formats it by hand: the 4 chunks' text and token ids
+// appended (what the hook does), then one line with the same fields as RawOutputWriter's.
+struct ByHandOutput {
+    std::string text;
+    std::vector<std::size_t> frame_ends;
+    std::vector<std::int32_t> tokens;
+    std::chrono::system_clock::time_point started_at, finished_at;
+};
+
+void format_output_by_hand(const RawOutputShape& o, std::uint64_t id, ByHandOutput& acc,
+                           fmt::memory_buffer& b)
+{
+    acc.text.clear();
+    acc.frame_ends.clear();
+    acc.tokens.clear();
+    for (std::size_t j = 0; j < 4; ++j) {
+        if (j == 0) acc.started_at = std::chrono::system_clock::now();
+        acc.text.append(std::string_view(o.text).substr(o.text_at[j], o.text_at[j + 1] - o.text_at[j]));
+        acc.frame_ends.push_back(acc.text.size());
+        acc.tokens.insert(acc.tokens.end(), o.tokens.begin() + static_cast<std::ptrdiff_t>(o.token_at[j]),
+                          o.tokens.begin() + static_cast<std::ptrdiff_t>(o.token_at[j + 1]));
+    }
+    acc.finished_at = std::chrono::system_clock::now();
+    fmt::format_to(fmt::appender(b),
+                   FMT_COMPILE(R"({{"event":"raw_output","request_id":"{}","disagg_request_id":null,)"
+                               R"("output_index":0,"started_at":)"),
+                   id);
+    iso8601_to(b, acc.started_at);
+    b.append(std::string_view(R"(,"finished_at":)"));
+    iso8601_to(b, acc.finished_at);
+    b.append(std::string_view(R"(,"streaming":true,"aborted":false,"text":)"));
+    escape_to(b, acc.text);
+    b.append(std::string_view(R"(,"frames":[)"));
+    std::size_t from = 0;
+    for (std::size_t k = 0; k < acc.frame_ends.size(); ++k) {
+        if (k) b.push_back(',');
+        escape_to(b, std::string_view(acc.text).substr(from, acc.frame_ends[k] - from));
+        from = acc.frame_ends[k];
+    }
+    b.append(std::string_view(R"(],"token_ids":[)"));
+    for (std::size_t k = 0; k < acc.tokens.size(); ++k)
+        fmt::format_to(fmt::appender(b), FMT_COMPILE("{}{}"), k ? "," : "", acc.tokens[k]);
+    fmt::format_to(fmt::appender(b),
+                   FMT_COMPILE(R"(],"num_output_tokens":{},"frames_consistent":true}})"),
+                   acc.tokens.size());
+}
+
+// The calibration line with its two timestamps blanked, to compare with a by-hand line.
+std::string without_stamps(std::string line)
+{
+    for (const char* key : {"\"started_at\":\"", "\"finished_at\":\""}) {
+        const std::size_t at = line.find(key);
+        if (at == std::string::npos) continue;
+        const std::size_t from = at + std::strlen(key);
+        const std::size_t to = line.find('"', from);
+        if (to != std::string::npos) line.replace(from, to - from, to - from, '#');
+    }
+    return line;
+}
+
+}  // namespace
+
+ThroughputResult raw_output_fmt_throughput(const WriterWorkload& wl, const ThroughputSpec& s)
+{
+    ThroughputResult r;
+    const auto& o = *static_cast<const RawOutputShape*>(wl.records.get());
+    {
+        ByHandOutput acc;
+        fmt::memory_buffer check;
+        format_output_by_hand(o, raw_output_first_id, acc, check);
+        const std::string mine = without_stamps(fmt::to_string(check));
+        bool found = false;
+        for (const std::string& l : wl.lines.lines) found = found || without_stamps(l) == mine;
+        if (!found) {
+            r.problem = "the hand-formatted line matches no RawOutputWriter line: " + mine;
+            return r;
+        }
+    }
+    const auto path = s.dir / "fmt-raw-output.jsonl";
+    std::FILE* f = std::fopen(path.c_str(), "w");  // default (full) buffering
+    if (!f) {
+        r.problem = fmt::format("fopen: {}", std::strerror(errno));
+        return r;
+    }
+    std::mutex mu;
+    std::atomic<std::uint64_t> failed{0};
+    SteadyClock::time_point t0;
+    run_producers(s.producers, s.records, t0,
+                  [&](int, std::size_t count, std::size_t i, std::size_t stride) {
+                      ByHandOutput acc;        // per producer, reused
+                      fmt::memory_buffer b;
+                      std::uint64_t bad = 0;
+                      for (std::size_t n = 0; n < count; ++n, i += stride) {
+                          b.clear();
+                          format_output_by_hand(o, raw_output_first_id + i, acc, b);
+                          std::lock_guard lk(mu);
+                          if (std::fprintf(f, "%.*s\n", static_cast<int>(b.size()), b.data()) < 0)
+                              ++bad;
+                      }
+                      failed += bad;
+                  });
     if (std::fflush(f) != 0) ++failed;
     if (std::fclose(f) != 0) ++failed;
     r.seconds = seconds_since(t0);

@@ -57,6 +57,10 @@ ThroughputResult writer_throughput(const WriterWorkload& w, const ThroughputSpec
 // PerfMetricsWriter's equal-work baseline: each producer fmt::format_to()s the same record
 // into the same bytes (checked against the writer's line), then fprintf()s it under a mutex.
 ThroughputResult perf_fmt_throughput(const WriterWorkload& w, const ThroughputSpec& s);
+// RawOutputWriter's: each producer accumulates the output's 4 chunks and fmt::format_to()s
+// a line with the same fields (checked against the writer's, timestamps aside), then
+// fprintf()s it under a mutex.
+ThroughputResult raw_output_fmt_throughput(const WriterWorkload& w, const ThroughputSpec& s);
 // serialize() of the workload's first record, CPU seconds for `iterations` records.
 double writer_serialize_seconds(const WriterWorkload& w, std::size_t iterations);
 ThroughputResult write_limit_throughput(const ThroughputSpec& s);
