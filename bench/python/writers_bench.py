@@ -198,14 +198,19 @@ class Ticker:
     """A 1 ms ticker beside the producer: how late each tick wakes is the loop's lag."""
 
     def __init__(self):
-        self.lags = []
+        self.lags = []       # the whole run
+        self.producing = []  # while the producer submits
+        self.active = True
         self._task = None
 
     async def _run(self):
         while True:
             t0 = time.perf_counter()
             await asyncio.sleep(0.001)
-            self.lags.append(time.perf_counter() - t0 - 0.001)
+            lag = time.perf_counter() - t0 - 0.001
+            self.lags.append(lag)
+            if self.active:
+                self.producing.append(lag)
 
     def start(self):
         self._task = asyncio.create_task(self._run())
@@ -262,12 +267,14 @@ async def run_perf(make_writer, records):
             await asyncio.sleep(0)
         if i % 64 == 63:
             await asyncio.sleep(0)  # a server yields between requests
+    ticker.active = False
     await w.close()
     cpu1, t1 = time.thread_time(), time.perf_counter()
     await ticker.stop()
     dropped = w.dropped_records - retries
     return {"records_per_s": len(records) / (t1 - t0), "loop_cpu_us": (cpu1 - cpu0) / len(records) * 1e6,
-            "lag_p50_ms": pct(ticker.lags, 50) * 1e3, "lag_p99_ms": pct(ticker.lags, 99) * 1e3,
+            "lag_p50_ms": pct(ticker.producing, 50) * 1e3, "lag_p99_ms": pct(ticker.producing, 99) * 1e3,
+            "lag_p99_whole_run_ms": pct(ticker.lags, 99) * 1e3,
             "refused_then_retried": retries, "lost": dropped, "seconds": t1 - t0}
 
 
@@ -290,6 +297,7 @@ async def run_raw(make_hook, outputs, chunks_per_output):
             h(c)
         if r % 16 == 15:
             await asyncio.sleep(0)
+    ticker.active = False
     if isinstance(h, RawOutputDump):
         res = h.close()
         if asyncio.isfuture(res):
@@ -297,7 +305,8 @@ async def run_raw(make_hook, outputs, chunks_per_output):
     cpu1, t1 = time.thread_time(), time.perf_counter()
     await ticker.stop()
     return {"records_per_s": outputs / (t1 - t0), "loop_cpu_us": (cpu1 - cpu0) / outputs * 1e6,
-            "lag_p50_ms": pct(ticker.lags, 50) * 1e3, "lag_p99_ms": pct(ticker.lags, 99) * 1e3,
+            "lag_p50_ms": pct(ticker.producing, 50) * 1e3, "lag_p99_ms": pct(ticker.producing, 99) * 1e3,
+            "lag_p99_whole_run_ms": pct(ticker.lags, 99) * 1e3,
             "seconds": t1 - t0, "lost": h.dropped}
 
 
@@ -339,10 +348,12 @@ def main():
 
     print(f"jsonlw {jsonlw.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"{args.records} perf records, {args.outputs} raw outputs x {args.chunks} chunks, files in {base}")
-    print(f"{'case':<22} {'records/s':>11} {'loop CPU/rec':>13} {'lag p50':>9} {'lag p99':>9} {'lines':>7} {'lost':>5}")
+    print("lag: a 1 ms ticker's lateness while the producer submits (p50, p99) and over the whole run")
+    print(f"{'case':<22} {'records/s':>11} {'loop CPU/rec':>13} {'lag p50':>9} {'lag p99':>9} {'p99 all':>9} {'lines':>7} {'lost':>5}")
     for name, r in results.items():
         print(f"{name:<22} {r['records_per_s']:>11,.0f} {r['loop_cpu_us']:>10.2f} us "
-              f"{r['lag_p50_ms']:>6.3f} ms {r['lag_p99_ms']:>6.3f} ms {r['lines']:>7} {r['lost']:>5}")
+              f"{r['lag_p50_ms']:>6.3f} ms {r['lag_p99_ms']:>6.3f} ms {r['lag_p99_whole_run_ms']:>6.3f} ms "
+              f"{r['lines']:>7} {r['lost']:>5}")
     for kind in ("perf_metrics", "raw_output"):
         b, j = results[f"{kind}/baseline"], results[f"{kind}/jsonlw"]
         print(f"{kind}: end to end {j['records_per_s'] / b['records_per_s']:.1f}x, "

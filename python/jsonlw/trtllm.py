@@ -165,6 +165,7 @@ class RawOutputDump:
         self._inherited = False
         self._closed = False
         self._close_report = None
+        self._record = bool(self._output_dir)
         if self._output_dir:
             _runtime.track(self)
             self._native.start_async(lambda _: None)  # mkdir on the io_context thread
@@ -172,15 +173,13 @@ class RawOutputDump:
     # The hook.
     def __call__(self, chunk):
         try:
-            text_diff = chunk["text_diff"] if isinstance(chunk, dict) else getattr(chunk, "text_diff", "")
-        except Exception:  # noqa: BLE001
-            text_diff = ""
-        if self._output_dir:
+            return self._native.hook(chunk, self._emit, self._record)
+        except BaseException:  # noqa: BLE001 - the hook never raises into the server
             try:
-                self._native.on_chunk(chunk)
-            except BaseException:  # noqa: BLE001 - the hook never raises into the server
-                pass
-        return self._emit(text_diff)
+                text_diff = chunk["text_diff"] if isinstance(chunk, dict) else getattr(chunk, "text_diff", "")
+            except BaseException:  # noqa: BLE001
+                text_diff = ""
+            return self._emit(text_diff)
 
     on_chunk = __call__
 

@@ -10,175 +10,271 @@
 
 #include <fmt/format.h>
 
+#include <new>
+#include <unordered_map>
+
 namespace jsonlw::python {
 namespace {
 
 using Box = WriterBox<PerfMetricsWriter>;
 
-std::optional<double> stamp(PyObject* d, const char* key, const std::string& where)
+// Where a value sits in the record, spelled only when a message needs it (no allocation on
+// the good path: this runs on the caller's loop for every record).
+struct At {
+    const At* parent = nullptr;
+    const char* key = nullptr;
+    Py_ssize_t index = -1;
+    std::string str() const
+    {
+        std::string out = parent ? parent->str() : std::string();
+        if (key) {
+            if (!out.empty()) out += '.';
+            out += key;
+        }
+        if (index >= 0) out += fmt::format("[{}]", index);
+        return out;
+    }
+};
+
+// The record's keys as interned str objects, made once: a lookup hashes nothing.
+PyObject* interned(const char* key)
 {
-    PyObject* v = item(d, key, where);
-    if (!v || v == Py_None) return std::nullopt;
-    return to_number(v, where + "." + key);
+    static std::unordered_map<const char*, PyObject*> table;  // GIL held: no race
+    auto it = table.find(key);
+    if (it != table.end()) return it->second;
+    PyObject* k = PyUnicode_InternFromString(key);
+    if (!k) throw std::bad_alloc();
+    table.emplace(key, k);  // kept for the process's lifetime
+    return k;
 }
 
-std::optional<std::int64_t> opt_int(PyObject* d, const char* key, const std::string& where)
-{
-    PyObject* v = item(d, key, where);
-    if (!v || v == Py_None) return std::nullopt;
-    return to_int(v, where + "." + key);
-}
+// A key: its spelling and its interned str, made once per call site (JSONLW_KEY).
+struct Key {
+    const char* name;
+    PyObject* str;
+};
+#define JSONLW_KEY(s) ([]() -> const Key& { static const Key k{s, interned(s)}; return k; }())
 
-PyObject* sub_dict(PyObject* d, const char* key, const std::string& where, bool required)
+PyObject* get(PyObject* d, const Key& key)
 {
-    PyObject* v = required ? require(d, key, where) : item(d, key, where);
-    if (!v || (!required && v == Py_None)) return nullptr;
-    const std::string at = where + "." + key;
-    if (!is_dict(v)) throw BadRecord(fmt::format("{} must be a dict, got {}", at, Py_TYPE(v)->tp_name));
-    check_str_keys(v, at);
+    PyObject* v = PyDict_GetItemWithError(d, key.str);
+    if (!v && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw BadRecord(fmt::format("looking up '{}' raised", key.name));
+    }
     return v;
 }
 
-TimingMetrics timing(PyObject* t, const std::string& w)
+// Every key a str (Python's json would refuse the others, and they would be silently lost).
+void str_keys(PyObject* d, const At& at)
+{
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &k, &v))
+        if (!PyUnicode_CheckExact(k) && !PyUnicode_Check(k))
+            throw BadRecord(fmt::format("non-string key in {}", at.str().empty() ? "record" : at.str()));
+}
+
+std::optional<double> stamp(PyObject* d, const Key& k, const At& at)
+{
+    const char* key = k.name;
+    PyObject* v = get(d, k);
+    if (!v || v == Py_None) return std::nullopt;
+    if (PyFloat_CheckExact(v)) return PyFloat_AS_DOUBLE(v);
+    return to_number(v, At{&at, key}.str());
+}
+
+std::optional<std::int64_t> opt_int(PyObject* d, const Key& k, const At& at)
+{
+    const char* key = k.name;
+    PyObject* v = get(d, k);
+    if (!v || v == Py_None) return std::nullopt;
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (!overflow && !(x == -1 && PyErr_Occurred())) return x;
+        PyErr_Clear();
+    }
+    return to_int(v, At{&at, key}.str());
+}
+
+PyObject* sub_dict(PyObject* d, const Key& k, const At& at, bool required)
+{
+    const char* key = k.name;
+    PyObject* v = get(d, k);
+    if (!v) {
+        if (required) throw BadRecord(key_error(key));
+        return nullptr;
+    }
+    if (!required && v == Py_None) return nullptr;
+    if (!PyDict_Check(v))
+        throw BadRecord(fmt::format("{} must be a dict, got {}", At{&at, key}.str(), Py_TYPE(v)->tp_name));
+    str_keys(v, At{&at, key});
+    return v;
+}
+
+TimingMetrics timing(PyObject* t, const At& w)
 {
     TimingMetrics m;
-    m.arrival_time = stamp(t, "arrival_time", w);
-    m.first_scheduled_time = stamp(t, "first_scheduled_time", w);
-    m.first_token_time = stamp(t, "first_token_time", w);
-    m.last_token_time = stamp(t, "last_token_time", w);
-    m.server_arrival_time = stamp(t, "server_arrival_time", w);
-    m.server_first_token_time = stamp(t, "server_first_token_time", w);
-    m.kv_cache_size = opt_int(t, "kv_cache_size", w);
-    m.kv_cache_transfer_start = stamp(t, "kv_cache_transfer_start", w);
-    m.kv_cache_transfer_end = stamp(t, "kv_cache_transfer_end", w);
+    m.arrival_time = stamp(t, JSONLW_KEY("arrival_time"), w);
+    m.first_scheduled_time = stamp(t, JSONLW_KEY("first_scheduled_time"), w);
+    m.first_token_time = stamp(t, JSONLW_KEY("first_token_time"), w);
+    m.last_token_time = stamp(t, JSONLW_KEY("last_token_time"), w);
+    m.server_arrival_time = stamp(t, JSONLW_KEY("server_arrival_time"), w);
+    m.server_first_token_time = stamp(t, JSONLW_KEY("server_first_token_time"), w);
+    m.kv_cache_size = opt_int(t, JSONLW_KEY("kv_cache_size"), w);
+    m.kv_cache_transfer_start = stamp(t, JSONLW_KEY("kv_cache_transfer_start"), w);
+    m.kv_cache_transfer_end = stamp(t, JSONLW_KEY("kv_cache_transfer_end"), w);
     return m;
 }
 
-StepMetrics step(PyObject* s, const std::string& w)
+// Steps hold few of their optional keys: walk the dict's own items instead of probing for
+// every key the schema knows.
+void step_field(StepMetrics& m, PyObject* k, PyObject* v, const At& w)
 {
-    StepMetrics m;
-    m.iter = opt_int(s, "iter", w);
-    m.forward_start_time = stamp(s, "forward_start_time", w);
-    m.forward_end_time = stamp(s, "forward_end_time", w);
-    m.sample_start_time = stamp(s, "sample_start_time", w);
-    m.sample_end_time = stamp(s, "sample_end_time", w);
-    m.gpu_forward_time = stamp(s, "gpu_forward_time", w);
-    m.gpu_sample_time = stamp(s, "gpu_sample_time", w);
-    m.token_time = stamp(s, "token_time", w);
-    m.scheduled_time = stamp(s, "scheduled_time", w);
-    m.prev_batch_token_time = stamp(s, "prev_batch_token_time", w);
-    m.iter_counter = opt_int(s, "iter_counter", w);
-    m.iter_batch_size = opt_int(s, "iter_batch_size", w);
-    m.num_ctx_requests = opt_int(s, "num_ctx_requests", w);
-    m.num_gen_requests = opt_int(s, "num_gen_requests", w);
-    m.context_token_number = opt_int(s, "context_token_number", w);
-    m.generation_token_number = opt_int(s, "generation_token_number", w);
-    m.req_context_token_number = opt_int(s, "req_context_token_number", w);
-    m.req_generation_token_number = opt_int(s, "req_generation_token_number", w);
-    m.num_capacity_fitting = opt_int(s, "num_capacity_fitting", w);
-    m.num_scheduled = opt_int(s, "num_scheduled", w);
-    return m;
+    Py_ssize_t n = 0;
+    const char* key = PyUnicode_AsUTF8AndSize(k, &n);
+    if (!key) {
+        PyErr_Clear();
+        throw BadRecord(fmt::format("a key of {} cannot be encoded", w.str()));
+    }
+    const std::string_view name(key, std::size_t(n));
+    if (v == Py_None) return;
+    auto num = [&](std::optional<double>& f) {
+        f = PyFloat_CheckExact(v) ? PyFloat_AS_DOUBLE(v) : to_number(v, At{&w, key}.str());
+    };
+    auto integer = [&](std::optional<std::int64_t>& f) { f = to_int(v, At{&w, key}.str()); };
+    if (name == "iter") integer(m.iter);
+    else if (name == "forward_start_time") num(m.forward_start_time);
+    else if (name == "forward_end_time") num(m.forward_end_time);
+    else if (name == "sample_start_time") num(m.sample_start_time);
+    else if (name == "sample_end_time") num(m.sample_end_time);
+    else if (name == "gpu_forward_time") num(m.gpu_forward_time);
+    else if (name == "gpu_sample_time") num(m.gpu_sample_time);
+    else if (name == "token_time") num(m.token_time);
+    else if (name == "scheduled_time") num(m.scheduled_time);
+    else if (name == "prev_batch_token_time") num(m.prev_batch_token_time);
+    else if (name == "iter_counter") integer(m.iter_counter);
+    else if (name == "iter_batch_size") integer(m.iter_batch_size);
+    else if (name == "num_ctx_requests") integer(m.num_ctx_requests);
+    else if (name == "num_gen_requests") integer(m.num_gen_requests);
+    else if (name == "context_token_number") integer(m.context_token_number);
+    else if (name == "generation_token_number") integer(m.generation_token_number);
+    else if (name == "req_context_token_number") integer(m.req_context_token_number);
+    else if (name == "req_generation_token_number") integer(m.req_generation_token_number);
+    else if (name == "num_capacity_fitting") integer(m.num_capacity_fitting);
+    else if (name == "num_scheduled") integer(m.num_scheduled);
+    // any other key: not in the schema, not written
 }
 
 // Longest step or chunk list read (a decode of 1M tokens is far past any real request).
 constexpr Py_ssize_t max_steps = 1 << 20;
 
-std::vector<StepMetrics> steps(PyObject* tb, const char* key, const std::string& w)
+std::vector<StepMetrics> steps(PyObject* tb, const Key& k, const At& w)
 {
+    const char* key = k.name;
     std::vector<StepMetrics> out;
-    PyObject* v = item(tb, key, w);
+    PyObject* v = get(tb, k);
     if (!v || v == Py_None) return out;
-    const std::string at = w + "." + key;
+    const At at{&w, key};
     if (!PyList_Check(v) && !PyTuple_Check(v))
-        throw BadRecord(fmt::format("{} must be a list, got {}", at, Py_TYPE(v)->tp_name));
+        throw BadRecord(fmt::format("{} must be a list, got {}", at.str(), Py_TYPE(v)->tp_name));
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
-    if (n > max_steps) throw BadRecord(fmt::format("{} has more than {} entries", at, max_steps));
-    out.reserve(std::size_t(n));
+    if (n > max_steps) throw BadRecord(fmt::format("{} has more than {} entries", at.str(), max_steps));
+    out.resize(std::size_t(n));
     PyObject** items = PySequence_Fast_ITEMS(v);
     for (Py_ssize_t i = 0; i < n; ++i) {
-        const std::string ai = fmt::format("{}[{}]", at, i);
-        if (!is_dict(items[i]))
-            throw BadRecord(fmt::format("{} must be a dict, got {}", ai, Py_TYPE(items[i])->tp_name));
-        check_str_keys(items[i], ai);
-        out.push_back(step(items[i], ai));
+        const At ai{&at, nullptr, i};
+        PyObject* s = items[i];
+        if (!PyDict_Check(s))
+            throw BadRecord(fmt::format("{} must be a dict, got {}", ai.str(), Py_TYPE(s)->tp_name));
+        PyObject *k, *val;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(s, &pos, &k, &val)) {
+            if (!PyUnicode_Check(k)) throw BadRecord(fmt::format("non-string key in {}", ai.str()));
+            step_field(out[std::size_t(i)], k, val, ai);
+        }
     }
     return out;
 }
 
-PhaseRecord phase(PyObject* p, const std::string& w)
+PhaseRecord phase(PyObject* p, const At& w)
 {
     PhaseRecord r;
-    r.first_iter = opt_int(p, "first_iter", w);
-    r.last_iter = opt_int(p, "last_iter", w);
-    r.timing_metrics = timing(sub_dict(p, "timing_metrics", w, true), w + ".timing_metrics");
-    if (PyObject* kv = sub_dict(p, "kv_cache_metrics", w, false)) {
-        const std::string at = w + ".kv_cache_metrics";
+    r.first_iter = opt_int(p, JSONLW_KEY("first_iter"), w);
+    r.last_iter = opt_int(p, JSONLW_KEY("last_iter"), w);
+    r.timing_metrics = timing(sub_dict(p, JSONLW_KEY("timing_metrics"), w, true), At{&w, "timing_metrics"});
+    if (PyObject* kv = sub_dict(p, JSONLW_KEY("kv_cache_metrics"), w, false)) {
+        const At at{&w, "kv_cache_metrics"};
         KvCacheMetrics k;
-        k.num_total_allocated_blocks = opt_int(kv, "num_total_allocated_blocks", at).value_or(0);
-        k.num_new_allocated_blocks = opt_int(kv, "num_new_allocated_blocks", at).value_or(0);
-        k.num_reused_blocks = opt_int(kv, "num_reused_blocks", at).value_or(0);
-        k.num_missed_blocks = opt_int(kv, "num_missed_blocks", at).value_or(0);
-        k.kv_cache_hit_rate = stamp(kv, "kv_cache_hit_rate", at);
+        k.num_total_allocated_blocks = opt_int(kv, JSONLW_KEY("num_total_allocated_blocks"), at).value_or(0);
+        k.num_new_allocated_blocks = opt_int(kv, JSONLW_KEY("num_new_allocated_blocks"), at).value_or(0);
+        k.num_reused_blocks = opt_int(kv, JSONLW_KEY("num_reused_blocks"), at).value_or(0);
+        k.num_missed_blocks = opt_int(kv, JSONLW_KEY("num_missed_blocks"), at).value_or(0);
+        k.kv_cache_hit_rate = stamp(kv, JSONLW_KEY("kv_cache_hit_rate"), at);
         r.kv_cache_metrics = k;
     }
-    if (PyObject* sd = sub_dict(p, "speculative_decoding", w, false)) {
-        const std::string at = w + ".speculative_decoding";
+    if (PyObject* sd = sub_dict(p, JSONLW_KEY("speculative_decoding"), w, false)) {
+        const At at{&w, "speculative_decoding"};
         SpeculativeDecoding s;
-        s.acceptance_rate = stamp(sd, "acceptance_rate", at).value_or(0);
-        s.total_accepted_draft_tokens = opt_int(sd, "total_accepted_draft_tokens", at).value_or(0);
-        s.total_draft_tokens = opt_int(sd, "total_draft_tokens", at).value_or(0);
+        s.acceptance_rate = stamp(sd, JSONLW_KEY("acceptance_rate"), at).value_or(0);
+        s.total_accepted_draft_tokens = opt_int(sd, JSONLW_KEY("total_accepted_draft_tokens"), at).value_or(0);
+        s.total_draft_tokens = opt_int(sd, JSONLW_KEY("total_draft_tokens"), at).value_or(0);
         r.speculative_decoding = s;
     }
-    if (PyObject* tb = sub_dict(p, "time_breakdown_metrics", w, false)) {
-        const std::string at = w + ".time_breakdown_metrics";
+    if (PyObject* tb = sub_dict(p, JSONLW_KEY("time_breakdown_metrics"), w, false)) {
+        const At at{&w, "time_breakdown_metrics"};
         TimeBreakdownMetrics t;
-        t.step_metrics = steps(tb, "step_metrics", at);
-        t.ctx_chunk_metrics = steps(tb, "ctx_chunk_metrics", at);
-        t.ctx_gpu_forward_time = stamp(tb, "ctx_gpu_forward_time", at);
-        t.ctx_gpu_sample_time = stamp(tb, "ctx_gpu_sample_time", at);
+        t.step_metrics = steps(tb, JSONLW_KEY("step_metrics"), at);
+        t.ctx_chunk_metrics = steps(tb, JSONLW_KEY("ctx_chunk_metrics"), at);
+        t.ctx_gpu_forward_time = stamp(tb, JSONLW_KEY("ctx_gpu_forward_time"), at);
+        t.ctx_gpu_sample_time = stamp(tb, JSONLW_KEY("ctx_gpu_sample_time"), at);
         r.time_breakdown_metrics = std::move(t);
     }
-    if (PyObject* v = item(p, "request_id", w); v && v != Py_None)
-        r.request_id = to_id(v, w + ".request_id");
-    if (PyObject* v = item(p, "ctx_request_id", w); v && v != Py_None)
-        r.ctx_request_id = to_id(v, w + ".ctx_request_id");
+    if (PyObject* v = get(p, JSONLW_KEY("request_id")); v && v != Py_None)
+        r.request_id = to_id(v, At{&w, "request_id"}.str());
+    if (PyObject* v = get(p, JSONLW_KEY("ctx_request_id")); v && v != Py_None)
+        r.ctx_request_id = to_id(v, At{&w, "ctx_request_id"}.str());
     return r;
 }
 
 // Reads the dict; throws BadRecord with the text the writer logs.
 PerfMetricsRecord read_record(PyObject* o)
 {
-    if (!is_dict(o))
+    if (!PyDict_Check(o))
         throw BadRecord(fmt::format("record must be a dict, got {}", Py_TYPE(o)->tp_name));
-    check_str_keys(o, "record");
+    const At top{};
+    str_keys(o, top);
     PerfMetricsRecord rec;
-    if (PyObject* v = item(o, "request_id", "record"); v && v != Py_None)
-        rec.request_id = to_id(v, "request_id");
-    if (PyObject* v = item(o, "status", "record"); v && v != Py_None)
-        rec.status = to_string(v, "status", 256);
-    if (PyObject* v = item(o, "ctx_request_id", "record"); v && v != Py_None)
+    if (PyObject* v = get(o, JSONLW_KEY("request_id")); v && v != Py_None) rec.request_id = to_id(v, "request_id");
+    if (PyObject* v = get(o, JSONLW_KEY("status")); v && v != Py_None) rec.status = to_string(v, "status", 256);
+    if (PyObject* v = get(o, JSONLW_KEY("ctx_request_id")); v && v != Py_None)
         rec.ctx_request_id = to_id(v, "ctx_request_id");
-    if (PyObject* v = item(o, "disagg_request_id", "record"); v && v != Py_None)
+    if (PyObject* v = get(o, JSONLW_KEY("disagg_request_id")); v && v != Py_None)
         rec.disagg_request_id = to_id(v, "disagg_request_id");
-    PyObject* phases = sub_dict(o, "phases", "record", true);
-    if (PyObject* d = sub_dict(phases, "disagg", "phases", false)) {
+    PyObject* phases = sub_dict(o, JSONLW_KEY("phases"), top, true);
+    const At ph{nullptr, "phases"};
+    if (PyObject* d = sub_dict(phases, JSONLW_KEY("disagg"), ph, false)) {
+        const At at{&ph, "disagg"};
         DisaggPhase dp;
-        dp.ctx_server = to_string(require(d, "ctx_server", "phases.disagg"),
-                                  "phases.disagg.ctx_server", 4096);
-        dp.gen_server = to_string(require(d, "gen_server", "phases.disagg"),
-                                  "phases.disagg.gen_server", 4096);
-        PyObject* t = sub_dict(d, "timing_metrics", "phases.disagg", true);
-        const std::string w = "phases.disagg.timing_metrics";
-        dp.timing_metrics.arrival_time = stamp(t, "arrival_time", w);
-        dp.timing_metrics.last_token_time = stamp(t, "last_token_time", w);
-        dp.timing_metrics.server_arrival_time = stamp(t, "server_arrival_time", w);
-        dp.timing_metrics.ctx_dispatch_time = stamp(t, "ctx_dispatch_time", w);
-        dp.timing_metrics.server_first_token_time = stamp(t, "server_first_token_time", w);
+        PyObject* cs = get(d, JSONLW_KEY("ctx_server"));
+        if (!cs) throw BadRecord(key_error("ctx_server"));
+        PyObject* gs = get(d, JSONLW_KEY("gen_server"));
+        if (!gs) throw BadRecord(key_error("gen_server"));
+        dp.ctx_server = to_string(cs, "phases.disagg.ctx_server", 4096);
+        dp.gen_server = to_string(gs, "phases.disagg.gen_server", 4096);
+        PyObject* t = sub_dict(d, JSONLW_KEY("timing_metrics"), at, true);
+        const At w{&at, "timing_metrics"};
+        dp.timing_metrics.arrival_time = stamp(t, JSONLW_KEY("arrival_time"), w);
+        dp.timing_metrics.last_token_time = stamp(t, JSONLW_KEY("last_token_time"), w);
+        dp.timing_metrics.server_arrival_time = stamp(t, JSONLW_KEY("server_arrival_time"), w);
+        dp.timing_metrics.ctx_dispatch_time = stamp(t, JSONLW_KEY("ctx_dispatch_time"), w);
+        dp.timing_metrics.server_first_token_time = stamp(t, JSONLW_KEY("server_first_token_time"), w);
         rec.disagg = std::move(dp);
-        rec.ctx = phase(sub_dict(phases, "ctx", "phases", true), "phases.ctx");
-        rec.gen = phase(sub_dict(phases, "gen", "phases", true), "phases.gen");
-    } else if (PyObject* s = sub_dict(phases, "server", "phases", false)) {
-        rec.server = phase(s, "phases.server");
+        rec.ctx = phase(sub_dict(phases, JSONLW_KEY("ctx"), ph, true), At{&ph, "ctx"});
+        rec.gen = phase(sub_dict(phases, JSONLW_KEY("gen"), ph, true), At{&ph, "gen"});
+    } else if (PyObject* s = sub_dict(phases, JSONLW_KEY("server"), ph, false)) {
+        rec.server = phase(s, At{&ph, "server"});
     }
     // No server phase (and no disagg): serialize_perf_metrics() drops it as "'server'".
     return rec;
@@ -232,7 +328,9 @@ void register_perf_metrics(py::module_& m)
             py::arg("io"), py::arg("directory"), py::arg("kind"), py::arg("logger"),
             py::arg("durability") = "none");
     cls.def("submit", [](Box& b, py::handle record) {
-        SubmitResult r = b.writer().submit(perf_metrics_record(record.ptr()));
+        // Inert or closed: refused (and counted, when closed) without reading the record.
+        SubmitResult r = b.writer().enabled() ? b.writer().submit(perf_metrics_record(record.ptr()))
+                                              : b.writer().submit(PerfMetricsRecord{});
         b.emit_logs();
         return r;
     });

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <new>
+#include <unordered_map>
 
 namespace jsonlw::python {
 namespace {
@@ -21,14 +23,30 @@ public:
     std::atomic<std::uint64_t> bad_chunks{0};
 };
 
+PyObject* attr_name(const char* name)
+{
+    static std::unordered_map<const char*, PyObject*> table;  // GIL held; kept for the process
+    auto it = table.find(name);
+    if (it != table.end()) return it->second;
+    PyObject* k = PyUnicode_InternFromString(name);
+    if (!k) throw std::bad_alloc();
+    table.emplace(name, k);
+    return k;
+}
+
 // An attribute of the chunk object (or a key of a dict chunk); nullptr when absent.
 py::object field(py::handle chunk, const char* name)
 {
+    PyObject* key = attr_name(name);
     if (PyDict_Check(chunk.ptr())) {
-        PyObject* v = PyDict_GetItemString(chunk.ptr(), name);
+        PyObject* v = PyDict_GetItemWithError(chunk.ptr(), key);
+        if (!v && PyErr_Occurred()) {
+            PyErr_Clear();
+            throw BadRecord(fmt::format("reading chunk['{}'] raised", name));
+        }
         return v ? py::reinterpret_borrow<py::object>(v) : py::object();
     }
-    PyObject* v = PyObject_GetAttrString(chunk.ptr(), name);
+    PyObject* v = PyObject_GetAttr(chunk.ptr(), key);
     if (!v) {
         // Absent is fine (an older chunk type); an attribute that raises costs the record.
         const bool absent = PyErr_ExceptionMatches(PyExc_AttributeError);
@@ -167,6 +185,35 @@ void register_raw_output(py::module_& m)
             }),
             py::arg("io"), py::arg("directory"), py::arg("logger"),
             py::arg("max_pending") = 4096);
+    // The whole hook call: records the chunk (when recording) and returns emit(text_diff).
+    // on_chunk() runs with the GIL held: it takes only the hook's own short lock and queues,
+    // never does I/O, and never needs the GIL, so holding it costs less than a hand-off.
+    cls.def("hook", [](RawBox& b, py::handle chunk, py::handle emit, bool record) -> py::object {
+        py::object text_diff;
+        if (record) {
+            ReadChunk r;
+            try {
+                read_chunk(chunk, r);
+                text_diff = r.keep_text_diff;
+                b.writer().on_chunk(r.chunk);
+            } catch (const std::exception& e) {
+                if (PyErr_Occurred()) PyErr_Clear();
+                const std::uint64_t n = b.bad_chunks.fetch_add(1) + 1;
+                if (n == 1 || n % 1000 == 0)
+                    b.logs_warning(fmt::format(
+                        "Dropped {} raw output chunk(s) that could not be read: {}", n, e.what()));
+            }
+            b.emit_logs();
+        }
+        if (!text_diff) {
+            try {
+                text_diff = field(chunk, "text_diff");
+            } catch (const std::exception&) {
+            }
+            if (!text_diff) text_diff = py::str("");
+        }
+        return emit(text_diff);
+    });
     // Returns False when the chunk could not be read (counted in bad_chunks).
     cls.def("on_chunk", [](RawBox& b, py::handle chunk) {
         ReadChunk r;
