@@ -9,7 +9,9 @@ from . import _native
 from ._native import IoContext, SubmitResult
 from ._runtime import default_io_context
 from ._writer import WriterBase
+from .snapshot import CaptureResult, SnapshotStage, cuda_device_count
 
 __version__ = _native.__version__
 
-__all__ = ["IoContext", "SubmitResult", "WriterBase", "default_io_context", "__version__"]
+__all__ = ["IoContext", "SubmitResult", "WriterBase", "default_io_context", "SnapshotStage",
+           "CaptureResult", "cuda_device_count", "__version__"]

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_native, m)
     jsonlw::python::register_perf_metrics(m);
     jsonlw::python::register_raw_output(m);
     jsonlw::python::register_request_trace(m);
+    jsonlw::python::register_snapshot(m);
 }

@@ -4,7 +4,7 @@
 // and immutable for the call — and handed to on_chunk() with the GIL released. The writer
 // queues finished records; serialization and appends run on its I/O thread. A chunk that
 // cannot be read is counted in bad_chunks (and logged, rate-limited) and never raises.
-#include "writer_box.hpp"
+#include "raw_box.hpp"
 
 #include <jsonlw/raw_output_writer.hpp>
 
@@ -16,12 +16,6 @@
 
 namespace jsonlw::python {
 namespace {
-
-class RawBox : public WriterBox<RawOutputWriter> {
-public:
-    using WriterBox::WriterBox;
-    std::atomic<std::uint64_t> bad_chunks{0};
-};
 
 PyObject* attr_name(const char* name)
 {
@@ -142,6 +136,7 @@ void read_chunk(py::handle obj, ReadChunk& r)
         c.token_ids_diff = r.ids;
     }
     c.is_final = truthy(field(obj, "is_final"));
+    c.token_data_follows = truthy(field(obj, "token_data_follows"));
     c.aborted = truthy(field(obj, "aborted"));
     c.streaming = truthy(field(obj, "streaming"));
     if (py::object v = field(obj, "disagg_request_id"); v && !v.is_none())

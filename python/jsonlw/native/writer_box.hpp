@@ -41,6 +41,7 @@ public:
     W& writer() const { return *w_; }
     const std::shared_ptr<W>& shared() const { return w_; }
     IoContext& io() const { return *io_; }
+    const std::shared_ptr<IoContext>& io_shared() const { return io_; }
     bool inherited() const noexcept { return inherited_; }
 
     // GIL held: hand the queued log lines to Python's logging.
