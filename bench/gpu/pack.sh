@@ -27,6 +27,13 @@ for t in json.load(sys.stdin):
         print(os.path.relpath(t["filename"][0], sys.argv[1]))' "$build" | sort)
 targets=(bench/gpu/jsonlw-bench-gpu "${tests[@]}")
 ninja -C "$build" -j"$jobs" "${targets[@]}"
+# The Python package (when the build has it: pybind11 found), for tests/python/gpu_check.py.
+mapfile -t pytargets < <(meson introspect "$build" --targets | python3 -c '
+import json, os, sys
+for t in json.load(sys.stdin):
+    if t["subproject"] is None and t["filename"] and "/python/jsonlw/" in t["filename"][0]:
+        print(os.path.relpath(t["filename"][0], sys.argv[1]))' "$build" | sort -u)
+((${#pytargets[@]})) && ninja -C "$build" -j"$jobs" "${pytargets[@]}"
 
 rm -rf "$dist"
 mkdir -p "$dist/bin" "$dist/lib"
@@ -37,6 +44,11 @@ for b in "$dist"/bin/*; do
     ldd "$b" | awk '/=> \// {print $3}'
 done | sort -u | grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$dist/lib/"; done
+if ((${#pytargets[@]})); then
+    mkdir -p "$dist/python/jsonlw"
+    cp "$build"/python/jsonlw/*.py "$build"/python/jsonlw/_native*.so "$dist/python/jsonlw/"
+    cp "$root/tests/python/gpu_check.py" "$dist/"
+fi
 cp "$root/bench/gpu/run.sh" "$dist/run.sh"
 chmod +x "$dist/run.sh"
 echo "pack.sh: $(du -sh "$dist" | cut -f1) in $dist:"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The prepared GPU check: runs the GPU tests, the CPU snapshot tests and jsonlw-bench-gpu from
+# The prepared GPU check: runs the GPU tests, the Python package's CUDA check
+# (tests/python/gpu_check.py), the CPU snapshot tests and jsonlw-bench-gpu from
 # prebuilt binaries and writes everything under $OUT, in under 4 minutes.
 #
 #   bench/gpu/pack.sh gpu-dist          # on the CPU machine: build sm_90 binaries, collect them
@@ -72,6 +73,15 @@ for t in "$dist"/bin/test_snapshot_gpu_*; do
         step "$n.junit" 60 "$t" -r junit -o "$OUT/$n.junit.xml"
     fi
 done
+# The Python package's CUDA path (pack.sh copies it when pybind11 was found): module-allocated
+# device memory through __cuda_array_interface__, the caller's stream, results against the CPU
+# reference. Needs a python3 of the version it was built for; 77 (skip) otherwise.
+if [[ -f $dist/gpu_check.py ]]; then
+    py=$(command -v python3.11 || command -v python3 || true)
+    if [[ -n $py ]]; then
+        step python-gpu-check 60 env PYTHONPATH="$dist/python" "$py" "$dist/gpu_check.py"
+    fi
+fi
 bench_args=(--json "$OUT/bench.json")
 [[ ${QUICK:-0} == 1 ]] && bench_args+=(--quick)
 step jsonlw-bench-gpu 120 "$dist/bin/jsonlw-bench-gpu" "${bench_args[@]}"

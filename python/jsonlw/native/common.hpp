@@ -167,5 +167,6 @@ void register_perf_metrics(py::module_& m);
 void register_raw_output(py::module_& m);
 void register_request_trace(py::module_& m);
 void register_snapshot(py::module_& m);
+void register_device_array(py::module_& m);
 
 }  // namespace jsonlw::python

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_native, m)
     jsonlw::python::register_raw_output(m);
     jsonlw::python::register_request_trace(m);
     jsonlw::python::register_snapshot(m);
+    jsonlw::python::register_device_array(m);
 }
