@@ -261,8 +261,9 @@ async def run_perf(make_writer, records):
     await asyncio.sleep(0.02)
     cpu0, t0 = time.thread_time(), time.perf_counter()
     retries = 0
+    accepted = SubmitResult.accepted
     for i, rec in enumerate(records):
-        while w.submit(rec) != SubmitResult.accepted:
+        while w.submit(rec) is not accepted:
             retries += 1
             await asyncio.sleep(0)
         if i % 64 == 63:

@@ -154,6 +154,9 @@ std::string to_id(PyObject* o, std::string_view where);
 
 // --- results to Python -------------------------------------------------------------------
 py::dict stats_dict(const WriterStats& s);
+// The Python jsonlw.SubmitResult member for `r` (an enum.IntEnum made at import).
+py::object submit_result(SubmitResult r);
+PyObject** submit_results() noexcept;
 py::dict close_report_dict(const CloseReport& r);
 
 // Completion helpers: a handler that, on the io_context thread, takes the GIL (unless the

@@ -257,11 +257,28 @@ void register_io_context(py::module_& m)
         .def("forget", &IoContext::forget)
         .def_property_readonly("running", &IoContext::running);
 
-    py::enum_<SubmitResult>(m, "SubmitResult", "What happened to one submitted record.")
-        .value("accepted", SubmitResult::accepted)
-        .value("dropped_queue_full", SubmitResult::dropped_queue_full)
-        .value("closed", SubmitResult::closed)
-        .value("disabled", SubmitResult::disabled);
+    // An enum.IntEnum, not a pybind11 enum: submit() returns one of its four members (cached),
+    // so `r is SubmitResult.accepted` holds and `==` is int comparison — a pybind11 enum's
+    // __eq__ is a bound C++ call, as slow as the submit itself.
+    py::object int_enum = py::module_::import("enum").attr("IntEnum");
+    py::list members;
+    for (const char* name : {"accepted", "dropped_queue_full", "closed", "disabled"})
+        members.append(py::make_tuple(name, members.size()));
+    py::object cls = int_enum("SubmitResult", members, py::arg("module") = "jsonlw");
+    cls.attr("__doc__") = "What happened to one submitted record (jsonlw::SubmitResult).";
+    m.attr("SubmitResult") = cls;
+    for (int i = 0; i < 4; ++i) submit_results()[i] = cls(i).release().ptr();  // kept for good
+}
+
+PyObject** submit_results() noexcept
+{
+    static PyObject* members[4] = {};
+    return members;
+}
+
+py::object submit_result(SubmitResult r)
+{
+    return py::reinterpret_borrow<py::object>(submit_results()[static_cast<int>(r)]);
 }
 
 }  // namespace jsonlw::python

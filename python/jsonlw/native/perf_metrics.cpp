@@ -332,7 +332,7 @@ void register_perf_metrics(py::module_& m)
         SubmitResult r = b.writer().enabled() ? b.writer().submit(perf_metrics_record(record.ptr()))
                                               : b.writer().submit(PerfMetricsRecord{});
         b.emit_logs();
-        return r;
+        return submit_result(r);
     });
     bind_writer_common<Box>(cls);
     cls.def_property_readonly("kind", [](const Box& b) { return b.writer().kind(); });

@@ -235,13 +235,13 @@ void register_request_trace(py::module_& m)
         SubmitResult r = b.writer().record_request(
             read_or_mark<RequestTrace>(d.ptr(), read_request));
         b.emit_logs();
-        return r;
+        return submit_result(r);
     });
     cls.def("record_response", [](Box& b, py::handle d) {
         SubmitResult r = b.writer().record_response(
             read_or_mark<ResponseTrace>(d.ptr(), read_response));
         b.emit_logs();
-        return r;
+        return submit_result(r);
     });
     cls.def_property_readonly("generation", [](const Box& b) { return b.writer().generation(); });
     cls.def_property_readonly("sidecar_path",
