@@ -303,3 +303,21 @@ async def test_the_invariant_holds_after_mixed_input(out_dir):
     assert s["submitted"] == s["written"] + sum(s["dropped"].values()) + s["unknown"] + s["pending"]
     assert s["dropped"]["malformed"] == 100 and s["written"] == 200
     await w.close()
+
+
+async def test_an_append_the_filesystem_refuses_drops_the_batch_and_warns(out_dir, caplog):
+    caplog.set_level(logging.WARNING, logger="jsonlw")
+    w = PerfMetricsJsonlWriter(str(out_dir), "server")
+    await w.start()
+    os.mkdir(w.file_path)  # the file's name is taken by a directory: open() fails (EISDIR)
+    for i in range(3):
+        w.submit(simple_record(str(i)))
+    await w.flush()
+    w.submit(simple_record("9"))
+    await w.close()
+    s = w.stats()
+    assert s["dropped"]["write_error"] == 4 and s["written"] == 0
+    assert w.dropped_records == 4
+    warnings = [r.getMessage() for r in caplog.records
+                if r.getMessage().startswith("Failed to write performance metrics JSONL")]
+    assert len(warnings) == 1

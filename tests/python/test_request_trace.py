@@ -211,3 +211,11 @@ def test_construction_misuse_raises_clearly(tmp_path):
         RequestTraceWriter(str(tmp_path), durable="yes")
     with pytest.raises(TypeError):
         RequestTraceWriter(str(tmp_path), writer_suffix=3)
+
+
+async def test_unpaired_surrogates_are_replaced_and_counted_as_sanitized(trace, out_dir):
+    trace.record_request(route="/r", body="bad \udcff text", session="s")
+    await trace.flush()
+    (req,), _ = kinds(out_dir)
+    assert req["body"] == "bad \ufffd text"
+    assert trace.stats()["sanitized"] == 1

@@ -159,16 +159,36 @@ std::string to_string(PyObject* o, std::string_view where, std::size_t max_bytes
             throw BadRecord(fmt::format("{} is longer than {} bytes", where, max_bytes));
         return std::string(s, std::size_t(n));
     }
-    PyErr_Clear();  // lone surrogates: passed through, replaced and counted by the writer
-    PyObject* b = PyUnicode_AsEncodedString(o, "utf-8", "surrogatepass");
-    if (!b) {
-        PyErr_Clear();
-        throw BadRecord(fmt::format("{} cannot be encoded", where));
+    PyErr_Clear();
+    // Lone surrogates (UTF-8 cannot encode them): each becomes one 0xFF byte, which the writer
+    // replaces by one U+FFFD and counts as sanitized (stats()["sanitized"]).
+    std::string out;
+    const Py_ssize_t len = PyUnicode_GET_LENGTH(o);
+    const int kind = PyUnicode_KIND(o);
+    const void* data = PyUnicode_DATA(o);
+    out.reserve(std::size_t(len) * 2);
+    for (Py_ssize_t i = 0; i < len; ++i) {
+        const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 0x80) {
+            out.push_back(char(c));
+        } else if (c < 0x800) {
+            out.push_back(char(0xC0 | (c >> 6)));
+            out.push_back(char(0x80 | (c & 0x3F)));
+        } else if (c >= 0xD800 && c <= 0xDFFF) {
+            out.push_back(char(0xFF));
+        } else if (c < 0x10000) {
+            out.push_back(char(0xE0 | (c >> 12)));
+            out.push_back(char(0x80 | ((c >> 6) & 0x3F)));
+            out.push_back(char(0x80 | (c & 0x3F)));
+        } else {
+            out.push_back(char(0xF0 | (c >> 18)));
+            out.push_back(char(0x80 | ((c >> 12) & 0x3F)));
+            out.push_back(char(0x80 | ((c >> 6) & 0x3F)));
+            out.push_back(char(0x80 | (c & 0x3F)));
+        }
+        if (out.size() > max_bytes)
+            throw BadRecord(fmt::format("{} is longer than {} bytes", where, max_bytes));
     }
-    std::string out(PyBytes_AS_STRING(b), std::size_t(PyBytes_GET_SIZE(b)));
-    Py_DECREF(b);
-    if (out.size() > max_bytes)
-        throw BadRecord(fmt::format("{} is longer than {} bytes", where, max_bytes));
     return out;
 }
 
