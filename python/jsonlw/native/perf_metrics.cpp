@@ -129,42 +129,89 @@ TimingMetrics timing(PyObject* t, const At& w)
 }
 
 // Steps hold few of their optional keys: walk the dict's own items instead of probing for
-// every key the schema knows.
+// every key the schema knows. Keys written as literals in Python are interned, so a pointer
+// comparison with the interned names finds them; other str keys are compared by value.
+enum class StepField : std::uint8_t {
+    iter, forward_start_time, forward_end_time, sample_start_time, sample_end_time,
+    gpu_forward_time, gpu_sample_time, token_time, scheduled_time, prev_batch_token_time,
+    iter_counter, iter_batch_size, num_ctx_requests, num_gen_requests, context_token_number,
+    generation_token_number, req_context_token_number, req_generation_token_number,
+    num_capacity_fitting, num_scheduled, count
+};
+constexpr const char* step_field_names[] = {
+    "iter", "forward_start_time", "forward_end_time", "sample_start_time", "sample_end_time",
+    "gpu_forward_time", "gpu_sample_time", "token_time", "scheduled_time",
+    "prev_batch_token_time", "iter_counter", "iter_batch_size", "num_ctx_requests",
+    "num_gen_requests", "context_token_number", "generation_token_number",
+    "req_context_token_number", "req_generation_token_number", "num_capacity_fitting",
+    "num_scheduled"};
+constexpr int step_field_count = int(StepField::count);
+
+PyObject* const* step_field_keys()
+{
+    static PyObject* keys[step_field_count] = {};
+    if (!keys[0])
+        for (int i = 0; i < step_field_count; ++i) keys[i] = interned(step_field_names[i]);
+    return keys;
+}
+
+int step_field_of(PyObject* k)
+{
+    PyObject* const* keys = step_field_keys();
+    for (int i = 0; i < step_field_count; ++i)
+        if (keys[i] == k) return i;
+    for (int i = 0; i < step_field_count; ++i) {  // a str equal to one, but not interned
+        const int eq = PyUnicode_Compare(k, keys[i]);
+        if (eq == 0) return i;
+        if (eq == -1 && PyErr_Occurred()) PyErr_Clear();
+    }
+    return -1;  // not in the schema: not written
+}
+
 void step_field(StepMetrics& m, PyObject* k, PyObject* v, const At& w)
 {
-    Py_ssize_t n = 0;
-    const char* key = PyUnicode_AsUTF8AndSize(k, &n);
-    if (!key) {
-        PyErr_Clear();
-        throw BadRecord(fmt::format("a key of {} cannot be encoded", w.str()));
-    }
-    const std::string_view name(key, std::size_t(n));
     if (v == Py_None) return;
-    auto num = [&](std::optional<double>& f) {
-        f = PyFloat_CheckExact(v) ? PyFloat_AS_DOUBLE(v) : to_number(v, At{&w, key}.str());
+    const int f = step_field_of(k);
+    if (f < 0) return;
+    const char* key = step_field_names[f];
+    auto num = [&](std::optional<double>& out) {
+        out = PyFloat_CheckExact(v) ? PyFloat_AS_DOUBLE(v) : to_number(v, At{&w, key}.str());
     };
-    auto integer = [&](std::optional<std::int64_t>& f) { f = to_int(v, At{&w, key}.str()); };
-    if (name == "iter") integer(m.iter);
-    else if (name == "forward_start_time") num(m.forward_start_time);
-    else if (name == "forward_end_time") num(m.forward_end_time);
-    else if (name == "sample_start_time") num(m.sample_start_time);
-    else if (name == "sample_end_time") num(m.sample_end_time);
-    else if (name == "gpu_forward_time") num(m.gpu_forward_time);
-    else if (name == "gpu_sample_time") num(m.gpu_sample_time);
-    else if (name == "token_time") num(m.token_time);
-    else if (name == "scheduled_time") num(m.scheduled_time);
-    else if (name == "prev_batch_token_time") num(m.prev_batch_token_time);
-    else if (name == "iter_counter") integer(m.iter_counter);
-    else if (name == "iter_batch_size") integer(m.iter_batch_size);
-    else if (name == "num_ctx_requests") integer(m.num_ctx_requests);
-    else if (name == "num_gen_requests") integer(m.num_gen_requests);
-    else if (name == "context_token_number") integer(m.context_token_number);
-    else if (name == "generation_token_number") integer(m.generation_token_number);
-    else if (name == "req_context_token_number") integer(m.req_context_token_number);
-    else if (name == "req_generation_token_number") integer(m.req_generation_token_number);
-    else if (name == "num_capacity_fitting") integer(m.num_capacity_fitting);
-    else if (name == "num_scheduled") integer(m.num_scheduled);
-    // any other key: not in the schema, not written
+    auto integer = [&](std::optional<std::int64_t>& out) {
+        if (PyLong_CheckExact(v)) {
+            int overflow = 0;
+            const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (!overflow && !(x == -1 && PyErr_Occurred())) {
+                out = x;
+                return;
+            }
+            PyErr_Clear();
+        }
+        out = to_int(v, At{&w, key}.str());
+    };
+    switch (StepField(f)) {
+    case StepField::iter: integer(m.iter); break;
+    case StepField::forward_start_time: num(m.forward_start_time); break;
+    case StepField::forward_end_time: num(m.forward_end_time); break;
+    case StepField::sample_start_time: num(m.sample_start_time); break;
+    case StepField::sample_end_time: num(m.sample_end_time); break;
+    case StepField::gpu_forward_time: num(m.gpu_forward_time); break;
+    case StepField::gpu_sample_time: num(m.gpu_sample_time); break;
+    case StepField::token_time: num(m.token_time); break;
+    case StepField::scheduled_time: num(m.scheduled_time); break;
+    case StepField::prev_batch_token_time: num(m.prev_batch_token_time); break;
+    case StepField::iter_counter: integer(m.iter_counter); break;
+    case StepField::iter_batch_size: integer(m.iter_batch_size); break;
+    case StepField::num_ctx_requests: integer(m.num_ctx_requests); break;
+    case StepField::num_gen_requests: integer(m.num_gen_requests); break;
+    case StepField::context_token_number: integer(m.context_token_number); break;
+    case StepField::generation_token_number: integer(m.generation_token_number); break;
+    case StepField::req_context_token_number: integer(m.req_context_token_number); break;
+    case StepField::req_generation_token_number: integer(m.req_generation_token_number); break;
+    case StepField::num_capacity_fitting: integer(m.num_capacity_fitting); break;
+    case StepField::num_scheduled: integer(m.num_scheduled); break;
+    case StepField::count: break;
+    }
 }
 
 // Longest step or chunk list read (a decode of 1M tokens is far past any real request).
@@ -333,6 +380,35 @@ void register_perf_metrics(py::module_& m)
                                               : b.writer().submit(PerfMetricsRecord{});
         b.emit_logs();
         return submit_result(r);
+    });
+    // submit() as a plain CPython builtin bound to this writer (METH_O: no pybind11 argument
+    // dispatch on the loop's per-record path). The Python class puts it on the instance.
+    cls.def("fast_submit", [](std::shared_ptr<Box> b) {
+        static PyMethodDef def{"submit", reinterpret_cast<PyCFunction>(+[](PyObject* self, PyObject* record) -> PyObject* {
+            auto* box = static_cast<std::shared_ptr<Box>*>(PyCapsule_GetPointer(self, "jsonlw.perf_metrics"));
+            if (!box) return nullptr;
+            Box& bx = **box;
+            try {
+                const SubmitResult r = bx.writer().enabled()
+                                           ? bx.writer().submit(perf_metrics_record(record))
+                                           : bx.writer().submit(PerfMetricsRecord{});
+                bx.emit_logs();
+                return submit_result(r).release().ptr();
+            } catch (const std::exception& e) {  // out of memory: the caller sees MemoryError
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_MemoryError, e.what());
+                return nullptr;
+            }
+        }), METH_O, "Queue one record; returns a jsonlw.SubmitResult. Never blocks."};
+        PyObject* cap = PyCapsule_New(new std::shared_ptr<Box>(std::move(b)), "jsonlw.perf_metrics",
+                                      [](PyObject* c) {
+                                          delete static_cast<std::shared_ptr<Box>*>(
+                                              PyCapsule_GetPointer(c, "jsonlw.perf_metrics"));
+                                      });
+        if (!cap) throw py::error_already_set();
+        PyObject* fn = PyCFunction_New(&def, cap);
+        Py_DECREF(cap);
+        if (!fn) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(fn);
     });
     bind_writer_common<Box>(cls);
     cls.def_property_readonly("kind", [](const Box& b) { return b.writer().kind(); });
