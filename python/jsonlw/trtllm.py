@@ -97,24 +97,23 @@ class PerfMetricsJsonlWriter(WriterBase):
 
 # --- RawOutputDump ------------------------------------------------------------------------
 
-class HookAction:
+class HookAction(tuple):
     """The pass-through verdict when tensorrt_llm is not importable: emit `text` unchanged
-    (TensorRT-LLM's PostProcessorHookAction.emit)."""
+    (TensorRT-LLM's PostProcessorHookAction.emit). A (kind, text, reason) tuple, so the hook
+    builds it in C++ without a Python call."""
 
-    __slots__ = ("kind", "text", "reason")
+    __slots__ = ()
 
-    def __init__(self, kind, text="", reason=None):
-        self.kind = kind
-        self.text = text
-        self.reason = reason
+    def __new__(cls, kind, text="", reason=None):
+        return tuple.__new__(cls, (kind, text, reason))
 
     @classmethod
     def emit(cls, text):
-        return cls("emit", text)
+        return tuple.__new__(cls, ("emit", text, None))
 
-    def __eq__(self, other):
-        return (isinstance(other, HookAction) and self.kind == other.kind
-                and self.text == other.text and self.reason == other.reason)
+    kind = property(lambda self: self[0])
+    text = property(lambda self: self[1])
+    reason = property(lambda self: self[2])
 
     def __repr__(self):
         return f"HookAction.emit({self.text!r})" if self.kind == "emit" else f"HookAction({self.kind!r})"
@@ -167,6 +166,8 @@ class RawOutputDump:
         self._closed = False
         self._close_report = None
         self._record = bool(self._output_dir)
+        self._hook = self._native.fast_hook(
+            self._emit, HookAction if self._emit == HookAction.emit else None, self._record)
         if self._output_dir:
             _runtime.track(self)
             self._native.start_async(lambda _: None)  # mkdir on the io_context thread
@@ -174,7 +175,7 @@ class RawOutputDump:
     # The hook.
     def __call__(self, chunk):
         try:
-            return self._native.hook(chunk, self._emit, self._record)
+            return self._hook(chunk)
         except BaseException:  # noqa: BLE001 - the hook never raises into the server
             try:
                 text_diff = chunk["text_diff"] if isinstance(chunk, dict) else getattr(chunk, "text_diff", "")

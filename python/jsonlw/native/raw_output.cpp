@@ -159,6 +159,57 @@ py::dict counters_dict(const RawOutputCounters& c)
     return d;
 }
 
+// One hook call: record the chunk (when recording), then the verdict emit(text_diff) — built
+// directly when `action_type` is jsonlw's HookAction (a tuple subclass), else by calling
+// `emit`. Returns a new reference, or nullptr with a Python error set (only when building the
+// verdict fails: recording failures are counted, never raised).
+PyObject* hook_call(RawBox& b, PyObject* chunk, PyObject* emit, PyObject* action_type, bool record) noexcept
+{
+    try {
+        py::object text_diff;
+        if (record) {
+            ReadChunk r;
+            try {
+                read_chunk(chunk, r);
+                text_diff = r.keep_text_diff;
+                b.writer().on_chunk(r.chunk);
+            } catch (const std::exception& e) {
+                if (PyErr_Occurred()) PyErr_Clear();
+                const std::uint64_t n = b.bad_chunks.fetch_add(1) + 1;
+                if (n == 1 || n % 1000 == 0)
+                    b.logs_warning(fmt::format(
+                        "Dropped {} raw output chunk(s) that could not be read: {}", n, e.what()));
+            }
+            b.emit_logs();
+        }
+        if (!text_diff) {
+            try {
+                text_diff = field(chunk, "text_diff");
+            } catch (const std::exception&) {
+            }
+            if (!text_diff) text_diff = py::str("");
+        }
+        if (action_type) {
+            PyObject* v = PyType_GenericAlloc(reinterpret_cast<PyTypeObject*>(action_type), 3);
+            if (!v) return nullptr;
+            static PyObject* emit_str = PyUnicode_InternFromString("emit");
+            Py_INCREF(emit_str);
+            PyTuple_SET_ITEM(v, 0, emit_str);
+            PyTuple_SET_ITEM(v, 1, text_diff.release().ptr());
+            Py_INCREF(Py_None);
+            PyTuple_SET_ITEM(v, 2, Py_None);
+            return v;
+        }
+        return PyObject_CallOneArg(emit, text_diff.ptr());
+    } catch (py::error_already_set& e) {
+        e.restore();
+        return nullptr;
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_MemoryError, e.what());
+        return nullptr;
+    }
+}
+
 }  // namespace
 
 void register_raw_output(py::module_& m)
@@ -184,30 +235,34 @@ void register_raw_output(py::module_& m)
     // on_chunk() runs with the GIL held: it takes only the hook's own short lock and queues,
     // never does I/O, and never needs the GIL, so holding it costs less than a hand-off.
     cls.def("hook", [](RawBox& b, py::handle chunk, py::handle emit, bool record) -> py::object {
-        py::object text_diff;
-        if (record) {
-            ReadChunk r;
-            try {
-                read_chunk(chunk, r);
-                text_diff = r.keep_text_diff;
-                b.writer().on_chunk(r.chunk);
-            } catch (const std::exception& e) {
-                if (PyErr_Occurred()) PyErr_Clear();
-                const std::uint64_t n = b.bad_chunks.fetch_add(1) + 1;
-                if (n == 1 || n % 1000 == 0)
-                    b.logs_warning(fmt::format(
-                        "Dropped {} raw output chunk(s) that could not be read: {}", n, e.what()));
-            }
-            b.emit_logs();
-        }
-        if (!text_diff) {
-            try {
-                text_diff = field(chunk, "text_diff");
-            } catch (const std::exception&) {
-            }
-            if (!text_diff) text_diff = py::str("");
-        }
-        return emit(text_diff);
+        return py::reinterpret_steal<py::object>(hook_call(b, chunk.ptr(), emit.ptr(), nullptr, record));
+    });
+    // The hook as a METH_O builtin bound to this writer and its verdict: what RawOutputDump
+    // calls per chunk (no pybind11 dispatch). `action_type`: jsonlw's HookAction (a tuple
+    // subclass built here directly), or None to call `emit`.
+    cls.def("fast_hook", [](std::shared_ptr<RawBox> b, py::object emit, py::object action_type,
+                            bool record) {
+        struct Bound {
+            std::shared_ptr<RawBox> box;
+            py::object emit, action_type;
+            bool record;
+        };
+        static PyMethodDef def{"hook", reinterpret_cast<PyCFunction>(+[](PyObject* self, PyObject* chunk) -> PyObject* {
+            auto* bound = static_cast<Bound*>(PyCapsule_GetPointer(self, "jsonlw.raw_output"));
+            if (!bound) return nullptr;
+            return hook_call(*bound->box, chunk, bound->emit.ptr(),
+                             bound->action_type.is_none() ? nullptr : bound->action_type.ptr(),
+                             bound->record);
+        }), METH_O, "The post-processor hook: records the chunk, returns emit(text_diff)."};
+        PyObject* cap = PyCapsule_New(new Bound{std::move(b), std::move(emit), std::move(action_type), record},
+                                      "jsonlw.raw_output", [](PyObject* c) {
+                                          delete static_cast<Bound*>(PyCapsule_GetPointer(c, "jsonlw.raw_output"));
+                                      });
+        if (!cap) throw py::error_already_set();
+        PyObject* fn = PyCFunction_New(&def, cap);
+        Py_DECREF(cap);
+        if (!fn) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(fn);
     });
     // Returns False when the chunk could not be read (counted in bad_chunks).
     cls.def("on_chunk", [](RawBox& b, py::handle chunk) {
