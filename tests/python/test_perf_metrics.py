@@ -82,11 +82,63 @@ def test_kv_cache_hit_rate_is_stripped():
     assert "kv_cache_hit_rate" not in r["perf_metrics"]["kv_cache_metrics"]
 
 
-def test_an_empty_kv_cache_metrics_is_still_emitted():
-    rec = worker_record()
-    rec["phases"]["server"]["kv_cache_metrics"] = {"kv_cache_hit_rate": 0.5}
-    r = json.loads(line(rec))
-    assert "kv_cache_metrics" in r["perf_metrics"]
+# kv_cache_metrics as given, and the bytes TensorRT-LLM writes for it: the dict minus
+# kv_cache_hit_rate, an empty one still emitted (§2.3 rule 3).
+KV_CASES = [
+    ({}, b'{}'),
+    ({"kv_cache_hit_rate": 0.5}, b'{}'),
+    ({"num_total_allocated_blocks": 5, "num_reused_blocks": 2, "kv_cache_hit_rate": 0.4},
+     b'{"num_total_allocated_blocks":5,"num_reused_blocks":2}'),
+    ({"num_missed_blocks": 0}, b'{"num_missed_blocks":0}'),
+    ({"num_total_allocated_blocks": 5, "num_new_allocated_blocks": 3, "num_reused_blocks": 2,
+      "num_missed_blocks": 3, "kv_cache_hit_rate": 0.4},
+     b'{"num_total_allocated_blocks":5,"num_new_allocated_blocks":3,"num_reused_blocks":2,'
+     b'"num_missed_blocks":3}'),
+]
+
+
+def kv_record(kv):
+    rec = simple_record()
+    rec["phases"]["server"]["kv_cache_metrics"] = kv
+    return rec
+
+
+def kv_line(kv_bytes, request_id=7):
+    return (b'{"request_id":%d,"perf_metrics":{"timing_metrics":{"arrival_time":10.0,'
+            b'"last_token_time":11.0},"kv_cache_metrics":%s},"status":"complete"}'
+            % (request_id, kv_bytes))
+
+
+@pytest.mark.parametrize("kv,kv_bytes", KV_CASES, ids=["empty", "only_hit_rate", "subset",
+                                                        "one_zero", "all_four"])
+def test_kv_cache_metrics_is_written_as_tensorrt_llm_writes_it(kv, kv_bytes):
+    assert line(kv_record(kv)) == kv_line(kv_bytes)
+    # What TensorRT-LLM's _jsonl_record + compact json.dumps gives for the same record.
+    trtllm = {"request_id": 7, "perf_metrics": {
+        "timing_metrics": {"arrival_time": 10.0, "last_token_time": 11.0},
+        "kv_cache_metrics": {k: v for k, v in kv.items() if k != "kv_cache_hit_rate"}},
+        "status": "complete"}
+    assert line(kv_record(kv)) == json.dumps(trtllm, separators=(",", ":")).encode()
+
+
+async def test_the_writer_writes_kv_cache_metrics_as_tensorrt_llm_does(out_dir):
+    w = PerfMetricsJsonlWriter(str(out_dir), "server")
+    await w.start()
+    for i, (kv, _) in enumerate(KV_CASES):
+        rec = kv_record(copy.deepcopy(kv))
+        rec["request_id"] = str(i)
+        assert w.submit(rec) == SubmitResult.accepted
+    report = await w.close()
+    assert report["stats"]["written"] == len(KV_CASES)
+    with open(jsonl_files(out_dir)[0], "rb") as f:
+        assert f.read() == b"".join(kv_line(b, i) + b"\n" for i, (_, b) in enumerate(KV_CASES))
+
+
+def test_a_null_kv_count_is_left_out_and_a_bad_one_is_malformed():
+    assert line(kv_record({"num_reused_blocks": None, "num_missed_blocks": 1})) == kv_line(
+        b'{"num_missed_blocks":1}')
+    with pytest.raises(ValueError, match="kv_cache_metrics.num_reused_blocks"):
+        line(kv_record({"num_reused_blocks": "2"}))
 
 
 def test_a_falsy_kv_cache_size_is_removed_and_a_positive_one_kept():

@@ -253,11 +253,22 @@ PhaseRecord phase(PyObject* p, const At& w)
     r.timing_metrics = timing(sub_dict(p, JSONLW_KEY("timing_metrics"), w, true), At{&w, "timing_metrics"});
     if (PyObject* kv = sub_dict(p, JSONLW_KEY("kv_cache_metrics"), w, false)) {
         const At at{&w, "kv_cache_metrics"};
+        // The counts the dict holds, and only those: {} (or only kv_cache_hit_rate) is
+        // written as "kv_cache_metrics":{}, as TensorRT-LLM does. None counts as absent.
         KvCacheMetrics k;
-        k.num_total_allocated_blocks = opt_int(kv, JSONLW_KEY("num_total_allocated_blocks"), at).value_or(0);
-        k.num_new_allocated_blocks = opt_int(kv, JSONLW_KEY("num_new_allocated_blocks"), at).value_or(0);
-        k.num_reused_blocks = opt_int(kv, JSONLW_KEY("num_reused_blocks"), at).value_or(0);
-        k.num_missed_blocks = opt_int(kv, JSONLW_KEY("num_missed_blocks"), at).value_or(0);
+        k.counts = KvCacheCounts::none;
+        const auto count = [&](const Key& key, KvCacheCounts bit, std::int64_t& out) {
+            if (const auto v = opt_int(kv, key, at)) {
+                out = *v;
+                k.counts |= bit;
+            }
+        };
+        count(JSONLW_KEY("num_total_allocated_blocks"), KvCacheCounts::num_total_allocated_blocks,
+              k.num_total_allocated_blocks);
+        count(JSONLW_KEY("num_new_allocated_blocks"), KvCacheCounts::num_new_allocated_blocks,
+              k.num_new_allocated_blocks);
+        count(JSONLW_KEY("num_reused_blocks"), KvCacheCounts::num_reused_blocks, k.num_reused_blocks);
+        count(JSONLW_KEY("num_missed_blocks"), KvCacheCounts::num_missed_blocks, k.num_missed_blocks);
         k.kv_cache_hit_rate = stamp(kv, JSONLW_KEY("kv_cache_hit_rate"), at);
         r.kv_cache_metrics = k;
     }

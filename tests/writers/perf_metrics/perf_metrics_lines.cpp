@@ -510,6 +510,56 @@ TEST_CASE("kv_cache_metrics is written as given, without kv_cache_hit_rate",
     CHECK_FALSE(q.has("/perf_metrics/kv_cache_metrics/kv_cache_hit_rate"));
 }
 
+TEST_CASE("kv_cache_metrics carries only the counts it holds, and is {} with none of them",
+          "[perf_metrics][rules]")
+{
+    // TensorRT-LLM strips kv_cache_hit_rate from the dict it was given and writes the rest,
+    // an empty dict included (reference §2.3 rule 3).
+    using jsonlw::KvCacheCounts;
+    PerfMetricsRecord r = minimal_worker("10");
+    const auto line_with = [&](std::string_view kv) {
+        return R"({"request_id":10,"perf_metrics":{"timing_metrics":{"arrival_time":10.5,)"
+               R"("last_token_time":11.0},"kv_cache_metrics":)" +
+               std::string(kv) + R"(},"status":"complete"})";
+    };
+    SECTION("none of the counts: an empty dict")
+    {
+        r.server->kv_cache_metrics = jsonlw::KvCacheMetrics{.num_total_allocated_blocks = 5,
+                                                            .counts = KvCacheCounts::none};
+        CHECK(line_of(r) == line_with("{}"));
+    }
+    SECTION("only kv_cache_hit_rate: an empty dict")
+    {
+        r.server->kv_cache_metrics =
+            jsonlw::KvCacheMetrics{.kv_cache_hit_rate = 0.5, .counts = KvCacheCounts::none};
+        CHECK(line_of(r) == line_with("{}"));
+    }
+    SECTION("some of the counts: those, in the schema's order")
+    {
+        r.server->kv_cache_metrics = jsonlw::KvCacheMetrics{
+            .num_total_allocated_blocks = 5,
+            .num_new_allocated_blocks = 99,  // not among the counts: not written
+            .num_reused_blocks = 2,
+            .kv_cache_hit_rate = 0.4,
+            .counts = KvCacheCounts::num_reused_blocks | KvCacheCounts::num_total_allocated_blocks};
+        CHECK(line_of(r) == line_with(R"({"num_total_allocated_blocks":5,"num_reused_blocks":2})"));
+        r.server->kv_cache_metrics->counts = KvCacheCounts::num_missed_blocks;
+        CHECK(line_of(r) == line_with(R"({"num_missed_blocks":0})"));
+    }
+    SECTION("all four, the default")
+    {
+        r.server->kv_cache_metrics = jsonlw::KvCacheMetrics{.num_total_allocated_blocks = 5,
+                                                            .num_new_allocated_blocks = 3,
+                                                            .num_reused_blocks = 2,
+                                                            .num_missed_blocks = 3};
+        CHECK(r.server->kv_cache_metrics->counts == KvCacheCounts::all);
+        CHECK(line_of(r) == line_with(R"({"num_total_allocated_blocks":5,)"
+                                      R"("num_new_allocated_blocks":3,"num_reused_blocks":2,)"
+                                      R"("num_missed_blocks":3})"));
+    }
+    CHECK(Parsed(line_of(r)).has("/perf_metrics/kv_cache_metrics"));
+}
+
 TEST_CASE("time_breakdown_metrics sits beside perf_metrics, unknown step fields left out",
           "[perf_metrics][rules]")
 {

@@ -396,3 +396,34 @@ TEST_CASE("A kind that cannot be part of a file name is refused at construction"
                         std::invalid_argument);
     CHECK_NOTHROW(PerfMetricsWriter(io.executor(), "/tmp/unused", "gen.rank-0_1"));
 }
+
+TEST_CASE("The writer writes kv_cache_metrics with the counts the record holds, {} with none",
+          "[perf_metrics]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner io;
+    io.start();
+    PerfMetricsWriter w(io.executor(), dir.path(), "server", extra(logs));
+    w.start();
+    using jsonlw::KvCacheCounts;
+    const KvCacheCounts cases[] = {KvCacheCounts::none, KvCacheCounts::num_reused_blocks,
+                                   KvCacheCounts::all};
+    for (int i = 0; i < 3; ++i) {
+        PerfMetricsRecord r = worker_record(std::to_string(i));
+        r.server->kv_cache_metrics = jsonlw::KvCacheMetrics{1, 2, 3, 4, 0.5};
+        r.server->kv_cache_metrics->counts = cases[i];
+        REQUIRE(w.submit(r) == SubmitResult::accepted);
+    }
+    close(w);
+    const std::string head = R"(,"perf_metrics":{"timing_metrics":{"arrival_time":100.25,)"
+                             R"("first_token_time":100.75,"last_token_time":101.25},)"
+                             R"("first_iter":1,"last_iter":2,"kv_cache_metrics":)";
+    CHECK(read_file(w.file_path()) ==
+          R"({"request_id":0)" + head + R"({}},"status":"complete"})" "\n"
+          R"({"request_id":1)" + head + R"({"num_reused_blocks":3}},"status":"complete"})" "\n"
+          R"({"request_id":2)" + head +
+              R"({"num_total_allocated_blocks":1,"num_new_allocated_blocks":2,)"
+              R"("num_reused_blocks":3,"num_missed_blocks":4}},"status":"complete"})" "\n");
+    CHECK(logs.count(LogLevel::warning) == 0);
+}

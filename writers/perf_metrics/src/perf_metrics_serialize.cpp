@@ -165,11 +165,16 @@ void worker_metrics(JsonLine& line, std::string_view phase, const PhaseRecord& p
     optional_int(line, "first_iter", p.first_iter);
     optional_int(line, "last_iter", p.last_iter);
     if (const auto& kv = p.kv_cache_metrics) {
+        const auto count = [&](KvCacheCounts bit, JsonKey key, std::int64_t v) {
+            if ((kv->counts & bit) != KvCacheCounts::none) line.field(key, v);
+        };
         line.key("kv_cache_metrics"_key).begin_object();
-        line.field("num_total_allocated_blocks"_key, kv->num_total_allocated_blocks);
-        line.field("num_new_allocated_blocks"_key, kv->num_new_allocated_blocks);
-        line.field("num_reused_blocks"_key, kv->num_reused_blocks);
-        line.field("num_missed_blocks"_key, kv->num_missed_blocks);
+        count(KvCacheCounts::num_total_allocated_blocks, "num_total_allocated_blocks"_key,
+              kv->num_total_allocated_blocks);
+        count(KvCacheCounts::num_new_allocated_blocks, "num_new_allocated_blocks"_key,
+              kv->num_new_allocated_blocks);
+        count(KvCacheCounts::num_reused_blocks, "num_reused_blocks"_key, kv->num_reused_blocks);
+        count(KvCacheCounts::num_missed_blocks, "num_missed_blocks"_key, kv->num_missed_blocks);
         line.end_object();
     }
     if (const auto& spec = p.speculative_decoding; spec && spec->total_draft_tokens > 0) {

@@ -30,13 +30,40 @@ struct TimingMetrics {
     std::optional<double> kv_cache_transfer_end;    // disagg gen: KV transfer ended
 };
 
+// The four counts of KvCacheMetrics, as bits of KvCacheMetrics::counts.
+enum class KvCacheCounts : std::uint8_t {
+    none = 0,
+    num_total_allocated_blocks = 1 << 0,
+    num_new_allocated_blocks = 1 << 1,
+    num_reused_blocks = 1 << 2,
+    num_missed_blocks = 1 << 3,
+    all = 0xf,
+};
+
+constexpr KvCacheCounts operator|(KvCacheCounts a, KvCacheCounts b) noexcept
+{
+    return KvCacheCounts(std::uint8_t(a) | std::uint8_t(b));
+}
+constexpr KvCacheCounts operator&(KvCacheCounts a, KvCacheCounts b) noexcept
+{
+    return KvCacheCounts(std::uint8_t(a) & std::uint8_t(b));
+}
+constexpr KvCacheCounts& operator|=(KvCacheCounts& a, KvCacheCounts b) noexcept
+{
+    return a = a | b;
+}
+
 struct KvCacheMetrics {
     std::int64_t num_total_allocated_blocks = 0;
     std::int64_t num_new_allocated_blocks = 0;
     std::int64_t num_reused_blocks = 0;
     std::int64_t num_missed_blocks = 0;
     // Carried for callers that compute it; never written (TensorRT-LLM strips it).
-    std::optional<double> kv_cache_hit_rate;
+    std::optional<double> kv_cache_hit_rate{};
+    // Which of the four counts the line carries, in the order above. TensorRT-LLM writes the
+    // dict it was given minus kv_cache_hit_rate, so a dict with fewer keys gives fewer, and
+    // none gives "kv_cache_metrics":{} (the Python package sets this from the dict's keys).
+    KvCacheCounts counts = KvCacheCounts::all;
 };
 
 // Written only when total_draft_tokens > 0 (acceptance_rate is 0/0 otherwise).
