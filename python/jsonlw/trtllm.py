@@ -134,7 +134,7 @@ def _emit_factory():
 _warned_disabled = False
 
 
-class RawOutputDump:
+class RawOutputDump(_native.RawOutputHook):
     """tensorrt_llm.executor.raw_output_hook.RawOutputDump on jsonlw::RawOutputWriter.
 
     Records when TRTLLM_RAW_OUTPUT_DIR is set (read at construction; `output_dir` overrides
@@ -166,24 +166,14 @@ class RawOutputDump:
         self._closed = False
         self._close_report = None
         self._record = bool(self._output_dir)
-        self._hook = self._native.fast_hook(
-            self._emit, HookAction if self._emit == HookAction.emit else None, self._record)
+        # Calling the hook (and on_chunk) is RawOutputHook's C call: no Python frame per chunk.
+        self._native.bind_hook(self, self._emit,
+                               HookAction if self._emit == HookAction.emit else None, self._record)
         if self._output_dir:
             _runtime.track(self)
             self._native.start_async(lambda _: None)  # mkdir on the io_context thread
 
-    # The hook.
-    def __call__(self, chunk):
-        try:
-            return self._hook(chunk)
-        except BaseException:  # noqa: BLE001 - the hook never raises into the server
-            try:
-                text_diff = chunk["text_diff"] if isinstance(chunk, dict) else getattr(chunk, "text_diff", "")
-            except BaseException:  # noqa: BLE001
-                text_diff = ""
-            return self._emit(text_diff)
-
-    on_chunk = __call__
+    # The hook: __call__(chunk) and on_chunk(chunk) are RawOutputHook's (jsonlw._native).
 
     def on_request_end(self, request_id, reason="ended"):
         if not self._output_dir:
@@ -242,6 +232,9 @@ class RawOutputDump:
 
     def _describe(self):
         return f"RawOutputDump({self._output_dir!r})"
+
+
+_native.inherit_hook_vectorcall(RawOutputDump)
 
 
 # --- RequestTraceWriter -------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """jsonlw.trtllm.RawOutputDump: TensorRT-LLM's raw-output post-processor hook (§1.4 and the
 test list of seeds/000), on the C++ RawOutputWriter (queued: no file I/O in the caller)."""
 
+import dataclasses
 import datetime
 import glob
 import importlib
@@ -347,3 +348,133 @@ def test_construction_misuse_raises_clearly(tmp_path):
         RawOutputDump(str(tmp_path), max_pending=0)
     with pytest.raises(TypeError):
         RawOutputDump(str(tmp_path), max_pending="8")
+
+
+# --- chunk shapes: every way a chunk's fields can be found reads the same record ------------
+
+FIELDS = dict(request_id=5, output_index=0, text_diff="ab", text="ab", token_ids_diff=[7, 8],
+              is_final=True, aborted=True, streaming=False, disagg_request_id=9)
+
+
+@dataclasses.dataclass
+class DataChunk:
+    request_id: int
+    output_index: int
+    text_diff: str
+    text: object
+    token_ids_diff: list
+    is_final: bool
+    aborted: bool
+    streaming: bool
+    disagg_request_id: object = None
+
+
+@dataclasses.dataclass(slots=True)
+class SlotsChunk:  # __slots__ members: data descriptors, read by getattr
+    request_id: int
+    output_index: int
+    text_diff: str
+    text: object
+    token_ids_diff: list
+    is_final: bool
+    aborted: bool
+    streaming: bool
+    disagg_request_id: object = None
+
+
+class PropertyChunk:
+    def __init__(self, **f):
+        self._f = f
+
+    request_id = property(lambda self: self._f["request_id"])
+    text_diff = property(lambda self: self._f["text_diff"])
+
+    def __getattr__(self, name):  # the rest on demand
+        try:
+            return self._f[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class DefaultsChunk:
+    """Fields the instance lacks come from the class."""
+    output_index = 0
+    text = "ab"
+    token_ids_diff = (7, 8)
+    aborted = True
+    streaming = False
+    disagg_request_id = 9
+
+    def __init__(self, request_id, text_diff, is_final):
+        self.request_id, self.text_diff, self.is_final = request_id, text_diff, is_final
+
+
+class Key(str):
+    pass
+
+
+def _with_subclass_key(**f):
+    c = types.SimpleNamespace(**{k: v for k, v in f.items() if k != "is_final"})
+    c.__dict__[Key("is_final")] = f["is_final"]
+    return c
+
+
+CHUNK_MAKERS = {
+    "namespace": lambda: types.SimpleNamespace(**FIELDS),
+    "json_keys": lambda: types.SimpleNamespace(**json.loads(json.dumps(FIELDS))),
+    "dataclass": lambda: DataChunk(**FIELDS),
+    "slots": lambda: SlotsChunk(**FIELDS),
+    "properties": lambda: PropertyChunk(**FIELDS),
+    "class_defaults": lambda: DefaultsChunk(5, "ab", True),
+    "subclass_key": lambda: _with_subclass_key(**FIELDS),
+    "dict": lambda: dict(FIELDS),
+}
+
+
+@pytest.mark.parametrize("kind", list(CHUNK_MAKERS))
+def test_every_chunk_shape_reads_the_same_record(kind, dump, out_dir):
+    for _ in range(2):  # the second call finds the type's cached layout
+        assert dump(CHUNK_MAKERS[kind]()) == HookAction.emit("ab")
+    rs = records(dump, out_dir)
+    assert len(rs) == 2 and rs[0] == {**rs[1], "started_at": rs[0]["started_at"],
+                                      "finished_at": rs[0]["finished_at"]}
+    r = rs[0]
+    assert (r["request_id"], r["text"], r["frames"], r["token_ids"], r["aborted"],
+            r["streaming"], r["disagg_request_id"]) == ("5", "ab", ["ab"], [7, 8], True, False, "9")
+    assert dump.counters()["bad_chunks"] == 0
+
+
+def test_a_chunk_type_changed_after_use_is_read_as_it_is_now(dump, out_dir):
+    class Chunk:
+        pass
+
+    def make(i):
+        c = Chunk()
+        vars(c).update(request_id=i, text_diff="x", is_final=True)
+        return c
+
+    assert dump(make(1)) == HookAction.emit("x")
+    Chunk.text_diff = property(lambda self: "changed")  # now wins over the instance dict
+    assert dump(make(2)) == HookAction.emit("changed")
+    assert [r["text"] for r in records(dump, out_dir)] == ["x", "changed"]
+
+
+def test_on_chunk_is_the_hook_and_a_none_text_diff_passes_through(dump, out_dir):
+    assert dump.on_chunk(chunk(text_diff="a")) == HookAction.emit("a")
+    assert dump(chunk(text_diff=None, is_final=True)) == HookAction.emit(None)
+    assert [r["text"] for r in records(dump, out_dir)] == ["a"]
+
+
+def test_a_subclass_can_override_the_hook_call(out_dir):
+    class Wrapped(RawOutputDump):
+        def __call__(self, chunk):
+            return ("wrapped", super().__call__(chunk))
+
+    class Plain(RawOutputDump):
+        pass
+
+    w, p = Wrapped(str(out_dir)), Plain(str(out_dir))
+    assert w(chunk(text_diff="a")) == ("wrapped", HookAction.emit("a"))
+    assert p(chunk(request_id=2, text_diff="b", is_final=True)) == HookAction.emit("b")
+    w.close(timeout=10)
+    p.close(timeout=10)

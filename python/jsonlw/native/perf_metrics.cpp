@@ -4,14 +4,15 @@
 // no GIL). A dict that cannot be read is queued as a record marked malformed: the writer drops
 // and counts it (dropped.malformed) and logs "Dropped malformed performance metrics record:
 // <why>", exactly where a record that fails the §2.3 rules is.
+#include "dict_shape.hpp"
 #include "writer_box.hpp"
 
 #include <jsonlw/perf_metrics_writer.hpp>
 
 #include <fmt/format.h>
 
-#include <new>
-#include <unordered_map>
+#include <initializer_list>
+#include <iterator>
 
 namespace jsonlw::python {
 namespace {
@@ -36,58 +37,77 @@ struct At {
     }
 };
 
-// The record's keys as interned str objects, made once: a lookup hashes nothing.
-PyObject* interned(const char* key)
-{
-    static std::unordered_map<const char*, PyObject*> table;  // GIL held: no race
-    auto it = table.find(key);
-    if (it != table.end()) return it->second;
-    PyObject* k = PyUnicode_InternFromString(key);
-    if (!k) throw std::bad_alloc();
-    table.emplace(key, k);  // kept for the process's lifetime
-    return k;
-}
+// The dicts of the record, one shape each (dict_shape.hpp: one walk per dict, no lookups).
+#define JSONLW_SHAPE(...)                                                                    \
+    ([]() -> const auto& {                                                                   \
+        static const DictShape<std::size(std::initializer_list<const char*>{__VA_ARGS__})> s( \
+            {__VA_ARGS__});                                                                  \
+        return s;                                                                            \
+    }())
 
-// A key: its spelling and its interned str, made once per call site (JSONLW_KEY).
-struct Key {
-    const char* name;
-    PyObject* str;
-};
-#define JSONLW_KEY(s) ([]() -> const Key& { static const Key k{s, interned(s)}; return k; }())
-
-PyObject* get(PyObject* d, const Key& key)
-{
-    PyObject* v = PyDict_GetItemWithError(d, key.str);
-    if (!v && PyErr_Occurred()) {
-        PyErr_Clear();
-        throw BadRecord(fmt::format("looking up '{}' raised", key.name));
+// A dict's items filed by field (new references, null when absent). Every key must be a
+// str: Python's json would refuse the others, and they would be silently lost.
+template <std::size_t N>
+class Fields {
+public:
+    Fields(PyObject* d, const DictShape<N>& shape, const At& at)
+    {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        bool subclass_key = false;
+        while (PyDict_Next(d, &pos, &k, &v)) {
+            if (PyUnicode_CheckExact(k)) {
+                if (const int i = shape.find(k); i >= 0) {
+                    Py_INCREF(v);
+                    v_[std::size_t(i)] = v;
+                }
+            } else if (PyUnicode_Check(k)) {
+                subclass_key = true;
+            } else {
+                clear();
+                throw BadRecord(fmt::format("non-string key in {}", at.str().empty() ? "record" : at.str()));
+            }
+        }
+        if (subclass_key) lookup_each(d, shape);
     }
-    return v;
-}
+    ~Fields() { clear(); }
+    Fields(const Fields&) = delete;
+    Fields& operator=(const Fields&) = delete;
 
-// Every key a str (Python's json would refuse the others, and they would be silently lost).
-void str_keys(PyObject* d, const At& at)
-{
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(d, &pos, &k, &v))
-        if (!PyUnicode_CheckExact(k) && !PyUnicode_Check(k))
-            throw BadRecord(fmt::format("non-string key in {}", at.str().empty() ? "record" : at.str()));
-}
+    PyObject* operator[](int field) const noexcept { return v_[std::size_t(field)]; }
 
-std::optional<double> stamp(PyObject* d, const Key& k, const At& at)
+private:
+    // A str subclass among the keys: the dict's own lookup decides, as it always did.
+    void lookup_each(PyObject* d, const DictShape<N>& shape)
+    {
+        for (std::size_t i = 0; i < N; ++i) {
+            Py_CLEAR(v_[i]);
+            PyObject* v = PyDict_GetItemWithError(d, shape.key(int(i)));
+            if (!v && PyErr_Occurred()) {
+                PyErr_Clear();
+                clear();
+                throw BadRecord(fmt::format("looking up '{}' raised", shape.name(int(i))));
+            }
+            Py_XINCREF(v);
+            v_[i] = v;
+        }
+    }
+    void clear() noexcept
+    {
+        for (PyObject*& p : v_) Py_CLEAR(p);
+    }
+    std::array<PyObject*, N> v_{};
+};
+
+std::optional<double> stamp(PyObject* v, const At& at, const char* key)
 {
-    const char* key = k.name;
-    PyObject* v = get(d, k);
     if (!v || v == Py_None) return std::nullopt;
     if (PyFloat_CheckExact(v)) return PyFloat_AS_DOUBLE(v);
     return to_number(v, At{&at, key}.str());
 }
 
-std::optional<std::int64_t> opt_int(PyObject* d, const Key& k, const At& at)
+std::optional<std::int64_t> opt_int(PyObject* v, const At& at, const char* key)
 {
-    const char* key = k.name;
-    PyObject* v = get(d, k);
     if (!v || v == Py_None) return std::nullopt;
     if (PyLong_CheckExact(v)) {
         int overflow = 0;
@@ -98,10 +118,9 @@ std::optional<std::int64_t> opt_int(PyObject* d, const Key& k, const At& at)
     return to_int(v, At{&at, key}.str());
 }
 
-PyObject* sub_dict(PyObject* d, const Key& k, const At& at, bool required)
+// A nested dict: null when absent (a KeyError when required) or, when optional, None.
+PyObject* sub_dict(PyObject* v, const At& at, const char* key, bool required)
 {
-    const char* key = k.name;
-    PyObject* v = get(d, k);
     if (!v) {
         if (required) throw BadRecord(key_error(key));
         return nullptr;
@@ -109,28 +128,40 @@ PyObject* sub_dict(PyObject* d, const Key& k, const At& at, bool required)
     if (!required && v == Py_None) return nullptr;
     if (!PyDict_Check(v))
         throw BadRecord(fmt::format("{} must be a dict, got {}", At{&at, key}.str(), Py_TYPE(v)->tp_name));
-    str_keys(v, At{&at, key});
     return v;
 }
 
-TimingMetrics timing(PyObject* t, const At& w)
+// The names as the shapes list them (the order of the enums below).
+#define JSONLW_TIMING_SHAPE                                                                  \
+    JSONLW_SHAPE("arrival_time", "first_scheduled_time", "first_token_time",                 \
+                 "last_token_time", "server_arrival_time", "server_first_token_time",        \
+                 "kv_cache_size", "kv_cache_transfer_start", "kv_cache_transfer_end")
+enum TimingField : int {
+    t_arrival_time, t_first_scheduled_time, t_first_token_time, t_last_token_time,
+    t_server_arrival_time, t_server_first_token_time, t_kv_cache_size,
+    t_kv_cache_transfer_start, t_kv_cache_transfer_end
+};
+
+TimingMetrics timing(PyObject* d, const At& w)
 {
+    const auto& shape = JSONLW_TIMING_SHAPE;
+    const Fields f(d, shape, w);
+    const auto s = [&](int i) { return stamp(f[i], w, shape.name(i)); };
     TimingMetrics m;
-    m.arrival_time = stamp(t, JSONLW_KEY("arrival_time"), w);
-    m.first_scheduled_time = stamp(t, JSONLW_KEY("first_scheduled_time"), w);
-    m.first_token_time = stamp(t, JSONLW_KEY("first_token_time"), w);
-    m.last_token_time = stamp(t, JSONLW_KEY("last_token_time"), w);
-    m.server_arrival_time = stamp(t, JSONLW_KEY("server_arrival_time"), w);
-    m.server_first_token_time = stamp(t, JSONLW_KEY("server_first_token_time"), w);
-    m.kv_cache_size = opt_int(t, JSONLW_KEY("kv_cache_size"), w);
-    m.kv_cache_transfer_start = stamp(t, JSONLW_KEY("kv_cache_transfer_start"), w);
-    m.kv_cache_transfer_end = stamp(t, JSONLW_KEY("kv_cache_transfer_end"), w);
+    m.arrival_time = s(t_arrival_time);
+    m.first_scheduled_time = s(t_first_scheduled_time);
+    m.first_token_time = s(t_first_token_time);
+    m.last_token_time = s(t_last_token_time);
+    m.server_arrival_time = s(t_server_arrival_time);
+    m.server_first_token_time = s(t_server_first_token_time);
+    m.kv_cache_size = opt_int(f[t_kv_cache_size], w, "kv_cache_size");
+    m.kv_cache_transfer_start = s(t_kv_cache_transfer_start);
+    m.kv_cache_transfer_end = s(t_kv_cache_transfer_end);
     return m;
 }
 
-// Steps hold few of their optional keys: walk the dict's own items instead of probing for
-// every key the schema knows. Keys written as literals in Python are interned, so a pointer
-// comparison with the interned names finds them; other str keys are compared by value.
+// Steps hold few of their optional keys: walk the dict's own items. Field order: the
+// StepField enum's.
 enum class StepField : std::uint8_t {
     iter, forward_start_time, forward_end_time, sample_start_time, sample_end_time,
     gpu_forward_time, gpu_sample_time, token_time, scheduled_time, prev_batch_token_time,
@@ -138,57 +169,42 @@ enum class StepField : std::uint8_t {
     generation_token_number, req_context_token_number, req_generation_token_number,
     num_capacity_fitting, num_scheduled, count
 };
-constexpr const char* step_field_names[] = {
-    "iter", "forward_start_time", "forward_end_time", "sample_start_time", "sample_end_time",
-    "gpu_forward_time", "gpu_sample_time", "token_time", "scheduled_time",
-    "prev_batch_token_time", "iter_counter", "iter_batch_size", "num_ctx_requests",
-    "num_gen_requests", "context_token_number", "generation_token_number",
-    "req_context_token_number", "req_generation_token_number", "num_capacity_fitting",
-    "num_scheduled"};
-constexpr int step_field_count = int(StepField::count);
 
-PyObject* const* step_field_keys()
+const DictShape<std::size_t(StepField::count)>& step_shape()
 {
-    static PyObject* keys[step_field_count] = {};
-    if (!keys[0])
-        for (int i = 0; i < step_field_count; ++i) keys[i] = interned(step_field_names[i]);
-    return keys;
+    return JSONLW_SHAPE(
+        "iter", "forward_start_time", "forward_end_time", "sample_start_time", "sample_end_time",
+        "gpu_forward_time", "gpu_sample_time", "token_time", "scheduled_time",
+        "prev_batch_token_time", "iter_counter", "iter_batch_size", "num_ctx_requests",
+        "num_gen_requests", "context_token_number", "generation_token_number",
+        "req_context_token_number", "req_generation_token_number", "num_capacity_fitting",
+        "num_scheduled");
 }
 
-int step_field_of(PyObject* k)
+// The field a step key names, or -1 (not in the schema: not written).
+int step_field_of(const DictShape<std::size_t(StepField::count)>& shape, PyObject* k)
 {
-    PyObject* const* keys = step_field_keys();
-    for (int i = 0; i < step_field_count; ++i)
-        if (keys[i] == k) return i;
-    for (int i = 0; i < step_field_count; ++i) {  // a str equal to one, but not interned
-        const int eq = PyUnicode_Compare(k, keys[i]);
+    if (PyUnicode_CheckExact(k)) [[likely]]
+        return shape.find(k);
+    for (int i = 0; i < int(StepField::count); ++i) {  // a str subclass: compared by value
+        const int eq = PyUnicode_Compare(k, shape.key(i));
         if (eq == 0) return i;
         if (eq == -1 && PyErr_Occurred()) PyErr_Clear();
     }
-    return -1;  // not in the schema: not written
+    return -1;
 }
 
-void step_field(StepMetrics& m, PyObject* k, PyObject* v, const At& w)
+void step_field(const DictShape<std::size_t(StepField::count)>& shape, StepMetrics& m,
+                PyObject* k, PyObject* v, const At& w)
 {
     if (v == Py_None) return;
-    const int f = step_field_of(k);
+    const int f = step_field_of(shape, k);
     if (f < 0) return;
-    const char* key = step_field_names[f];
+    const char* key = shape.name(f);
     auto num = [&](std::optional<double>& out) {
         out = PyFloat_CheckExact(v) ? PyFloat_AS_DOUBLE(v) : to_number(v, At{&w, key}.str());
     };
-    auto integer = [&](std::optional<std::int64_t>& out) {
-        if (PyLong_CheckExact(v)) {
-            int overflow = 0;
-            const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-            if (!overflow && !(x == -1 && PyErr_Occurred())) {
-                out = x;
-                return;
-            }
-            PyErr_Clear();
-        }
-        out = to_int(v, At{&w, key}.str());
-    };
+    auto integer = [&](std::optional<std::int64_t>& out) { out = opt_int(v, w, key); };
     switch (StepField(f)) {
     case StepField::iter: integer(m.iter); break;
     case StepField::forward_start_time: num(m.forward_start_time); break;
@@ -217,11 +233,9 @@ void step_field(StepMetrics& m, PyObject* k, PyObject* v, const At& w)
 // Longest step or chunk list read (a decode of 1M tokens is far past any real request).
 constexpr Py_ssize_t max_steps = 1 << 20;
 
-std::vector<StepMetrics> steps(PyObject* tb, const Key& k, const At& w)
+std::vector<StepMetrics> steps(PyObject* v, const At& w, const char* key)
 {
-    const char* key = k.name;
     std::vector<StepMetrics> out;
-    PyObject* v = get(tb, k);
     if (!v || v == Py_None) return out;
     const At at{&w, key};
     if (!PyList_Check(v) && !PyTuple_Check(v))
@@ -229,6 +243,7 @@ std::vector<StepMetrics> steps(PyObject* tb, const Key& k, const At& w)
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
     if (n > max_steps) throw BadRecord(fmt::format("{} has more than {} entries", at.str(), max_steps));
     out.resize(std::size_t(n));
+    const auto& shape = step_shape();
     PyObject** items = PySequence_Fast_ITEMS(v);
     for (Py_ssize_t i = 0; i < n; ++i) {
         const At ai{&at, nullptr, i};
@@ -239,59 +254,77 @@ std::vector<StepMetrics> steps(PyObject* tb, const Key& k, const At& w)
         Py_ssize_t pos = 0;
         while (PyDict_Next(s, &pos, &k, &val)) {
             if (!PyUnicode_Check(k)) throw BadRecord(fmt::format("non-string key in {}", ai.str()));
-            step_field(out[std::size_t(i)], k, val, ai);
+            step_field(shape, out[std::size_t(i)], k, val, ai);
         }
     }
     return out;
 }
 
-PhaseRecord phase(PyObject* p, const At& w)
+enum PhaseField : int {
+    p_first_iter, p_last_iter, p_timing_metrics, p_kv_cache_metrics, p_speculative_decoding,
+    p_time_breakdown_metrics, p_request_id, p_ctx_request_id
+};
+
+PhaseRecord phase(PyObject* d, const At& w)
 {
+    const Fields f(d, JSONLW_SHAPE("first_iter", "last_iter", "timing_metrics", "kv_cache_metrics",
+                                   "speculative_decoding", "time_breakdown_metrics",
+                                   "request_id", "ctx_request_id"),
+                   w);
     PhaseRecord r;
-    r.first_iter = opt_int(p, JSONLW_KEY("first_iter"), w);
-    r.last_iter = opt_int(p, JSONLW_KEY("last_iter"), w);
-    r.timing_metrics = timing(sub_dict(p, JSONLW_KEY("timing_metrics"), w, true), At{&w, "timing_metrics"});
-    if (PyObject* kv = sub_dict(p, JSONLW_KEY("kv_cache_metrics"), w, false)) {
-        const At at{&w, "kv_cache_metrics"};
+    r.first_iter = opt_int(f[p_first_iter], w, "first_iter");
+    r.last_iter = opt_int(f[p_last_iter], w, "last_iter");
+    r.timing_metrics = timing(sub_dict(f[p_timing_metrics], w, "timing_metrics", true),
+                              At{&w, "timing_metrics"});
+    if (PyObject* kv = sub_dict(f[p_kv_cache_metrics], w, "kv_cache_metrics", false)) {
         // The counts the dict holds, and only those: {} (or only kv_cache_hit_rate) is
         // written as "kv_cache_metrics":{}, as TensorRT-LLM does. None counts as absent.
+        const At at{&w, "kv_cache_metrics"};
+        const auto& shape = JSONLW_SHAPE("num_total_allocated_blocks", "num_new_allocated_blocks",
+                                         "num_reused_blocks", "num_missed_blocks",
+                                         "kv_cache_hit_rate");
+        const Fields kf(kv, shape, at);
         KvCacheMetrics k;
         k.counts = KvCacheCounts::none;
-        const auto count = [&](const Key& key, KvCacheCounts bit, std::int64_t& out) {
-            if (const auto v = opt_int(kv, key, at)) {
+        const auto count = [&](int i, KvCacheCounts bit, std::int64_t& out) {
+            if (const auto v = opt_int(kf[i], at, shape.name(i))) {
                 out = *v;
                 k.counts |= bit;
             }
         };
-        count(JSONLW_KEY("num_total_allocated_blocks"), KvCacheCounts::num_total_allocated_blocks,
-              k.num_total_allocated_blocks);
-        count(JSONLW_KEY("num_new_allocated_blocks"), KvCacheCounts::num_new_allocated_blocks,
-              k.num_new_allocated_blocks);
-        count(JSONLW_KEY("num_reused_blocks"), KvCacheCounts::num_reused_blocks, k.num_reused_blocks);
-        count(JSONLW_KEY("num_missed_blocks"), KvCacheCounts::num_missed_blocks, k.num_missed_blocks);
-        k.kv_cache_hit_rate = stamp(kv, JSONLW_KEY("kv_cache_hit_rate"), at);
+        count(0, KvCacheCounts::num_total_allocated_blocks, k.num_total_allocated_blocks);
+        count(1, KvCacheCounts::num_new_allocated_blocks, k.num_new_allocated_blocks);
+        count(2, KvCacheCounts::num_reused_blocks, k.num_reused_blocks);
+        count(3, KvCacheCounts::num_missed_blocks, k.num_missed_blocks);
+        k.kv_cache_hit_rate = stamp(kf[4], at, "kv_cache_hit_rate");
         r.kv_cache_metrics = k;
     }
-    if (PyObject* sd = sub_dict(p, JSONLW_KEY("speculative_decoding"), w, false)) {
+    if (PyObject* sd = sub_dict(f[p_speculative_decoding], w, "speculative_decoding", false)) {
         const At at{&w, "speculative_decoding"};
+        const Fields sf(sd, JSONLW_SHAPE("acceptance_rate", "total_accepted_draft_tokens",
+                                         "total_draft_tokens"),
+                        at);
         SpeculativeDecoding s;
-        s.acceptance_rate = stamp(sd, JSONLW_KEY("acceptance_rate"), at).value_or(0);
-        s.total_accepted_draft_tokens = opt_int(sd, JSONLW_KEY("total_accepted_draft_tokens"), at).value_or(0);
-        s.total_draft_tokens = opt_int(sd, JSONLW_KEY("total_draft_tokens"), at).value_or(0);
+        s.acceptance_rate = stamp(sf[0], at, "acceptance_rate").value_or(0);
+        s.total_accepted_draft_tokens = opt_int(sf[1], at, "total_accepted_draft_tokens").value_or(0);
+        s.total_draft_tokens = opt_int(sf[2], at, "total_draft_tokens").value_or(0);
         r.speculative_decoding = s;
     }
-    if (PyObject* tb = sub_dict(p, JSONLW_KEY("time_breakdown_metrics"), w, false)) {
+    if (PyObject* tb = sub_dict(f[p_time_breakdown_metrics], w, "time_breakdown_metrics", false)) {
         const At at{&w, "time_breakdown_metrics"};
+        const Fields tf(tb, JSONLW_SHAPE("step_metrics", "ctx_chunk_metrics", "ctx_gpu_forward_time",
+                                         "ctx_gpu_sample_time"),
+                        at);
         TimeBreakdownMetrics t;
-        t.step_metrics = steps(tb, JSONLW_KEY("step_metrics"), at);
-        t.ctx_chunk_metrics = steps(tb, JSONLW_KEY("ctx_chunk_metrics"), at);
-        t.ctx_gpu_forward_time = stamp(tb, JSONLW_KEY("ctx_gpu_forward_time"), at);
-        t.ctx_gpu_sample_time = stamp(tb, JSONLW_KEY("ctx_gpu_sample_time"), at);
+        t.step_metrics = steps(tf[0], at, "step_metrics");
+        t.ctx_chunk_metrics = steps(tf[1], at, "ctx_chunk_metrics");
+        t.ctx_gpu_forward_time = stamp(tf[2], at, "ctx_gpu_forward_time");
+        t.ctx_gpu_sample_time = stamp(tf[3], at, "ctx_gpu_sample_time");
         r.time_breakdown_metrics = std::move(t);
     }
-    if (PyObject* v = get(p, JSONLW_KEY("request_id")); v && v != Py_None)
+    if (PyObject* v = f[p_request_id]; v && v != Py_None)
         r.request_id = to_id(v, At{&w, "request_id"}.str());
-    if (PyObject* v = get(p, JSONLW_KEY("ctx_request_id")); v && v != Py_None)
+    if (PyObject* v = f[p_ctx_request_id]; v && v != Py_None)
         r.ctx_request_id = to_id(v, At{&w, "ctx_request_id"}.str());
     return r;
 }
@@ -302,36 +335,39 @@ PerfMetricsRecord read_record(PyObject* o)
     if (!PyDict_Check(o))
         throw BadRecord(fmt::format("record must be a dict, got {}", Py_TYPE(o)->tp_name));
     const At top{};
-    str_keys(o, top);
+    const Fields f(o, JSONLW_SHAPE("request_id", "status", "ctx_request_id", "disagg_request_id",
+                                   "phases"),
+                   top);
     PerfMetricsRecord rec;
-    if (PyObject* v = get(o, JSONLW_KEY("request_id")); v && v != Py_None) rec.request_id = to_id(v, "request_id");
-    if (PyObject* v = get(o, JSONLW_KEY("status")); v && v != Py_None) rec.status = to_string(v, "status", 256);
-    if (PyObject* v = get(o, JSONLW_KEY("ctx_request_id")); v && v != Py_None)
-        rec.ctx_request_id = to_id(v, "ctx_request_id");
-    if (PyObject* v = get(o, JSONLW_KEY("disagg_request_id")); v && v != Py_None)
-        rec.disagg_request_id = to_id(v, "disagg_request_id");
-    PyObject* phases = sub_dict(o, JSONLW_KEY("phases"), top, true);
+    if (PyObject* v = f[0]; v && v != Py_None) rec.request_id = to_id(v, "request_id");
+    if (PyObject* v = f[1]; v && v != Py_None) rec.status = to_string(v, "status", 256);
+    if (PyObject* v = f[2]; v && v != Py_None) rec.ctx_request_id = to_id(v, "ctx_request_id");
+    if (PyObject* v = f[3]; v && v != Py_None) rec.disagg_request_id = to_id(v, "disagg_request_id");
+    PyObject* phases_dict = sub_dict(f[4], top, "phases", true);
     const At ph{nullptr, "phases"};
-    if (PyObject* d = sub_dict(phases, JSONLW_KEY("disagg"), ph, false)) {
+    const Fields phases(phases_dict, JSONLW_SHAPE("disagg", "server", "ctx", "gen"), ph);
+    if (PyObject* d = sub_dict(phases[0], ph, "disagg", false)) {
         const At at{&ph, "disagg"};
+        const Fields df(d, JSONLW_SHAPE("ctx_server", "gen_server", "timing_metrics"), at);
         DisaggPhase dp;
-        PyObject* cs = get(d, JSONLW_KEY("ctx_server"));
-        if (!cs) throw BadRecord(key_error("ctx_server"));
-        PyObject* gs = get(d, JSONLW_KEY("gen_server"));
-        if (!gs) throw BadRecord(key_error("gen_server"));
-        dp.ctx_server = to_string(cs, "phases.disagg.ctx_server", 4096);
-        dp.gen_server = to_string(gs, "phases.disagg.gen_server", 4096);
-        PyObject* t = sub_dict(d, JSONLW_KEY("timing_metrics"), at, true);
+        if (!df[0]) throw BadRecord(key_error("ctx_server"));
+        if (!df[1]) throw BadRecord(key_error("gen_server"));
+        dp.ctx_server = to_string(df[0], "phases.disagg.ctx_server", 4096);
+        dp.gen_server = to_string(df[1], "phases.disagg.gen_server", 4096);
         const At w{&at, "timing_metrics"};
-        dp.timing_metrics.arrival_time = stamp(t, JSONLW_KEY("arrival_time"), w);
-        dp.timing_metrics.last_token_time = stamp(t, JSONLW_KEY("last_token_time"), w);
-        dp.timing_metrics.server_arrival_time = stamp(t, JSONLW_KEY("server_arrival_time"), w);
-        dp.timing_metrics.ctx_dispatch_time = stamp(t, JSONLW_KEY("ctx_dispatch_time"), w);
-        dp.timing_metrics.server_first_token_time = stamp(t, JSONLW_KEY("server_first_token_time"), w);
+        const Fields tf(sub_dict(df[2], at, "timing_metrics", true),
+                        JSONLW_SHAPE("arrival_time", "last_token_time", "server_arrival_time",
+                                     "ctx_dispatch_time", "server_first_token_time"),
+                        w);
+        dp.timing_metrics.arrival_time = stamp(tf[0], w, "arrival_time");
+        dp.timing_metrics.last_token_time = stamp(tf[1], w, "last_token_time");
+        dp.timing_metrics.server_arrival_time = stamp(tf[2], w, "server_arrival_time");
+        dp.timing_metrics.ctx_dispatch_time = stamp(tf[3], w, "ctx_dispatch_time");
+        dp.timing_metrics.server_first_token_time = stamp(tf[4], w, "server_first_token_time");
         rec.disagg = std::move(dp);
-        rec.ctx = phase(sub_dict(phases, JSONLW_KEY("ctx"), ph, true), At{&ph, "ctx"});
-        rec.gen = phase(sub_dict(phases, JSONLW_KEY("gen"), ph, true), At{&ph, "gen"});
-    } else if (PyObject* s = sub_dict(phases, JSONLW_KEY("server"), ph, false)) {
+        rec.ctx = phase(sub_dict(phases[2], ph, "ctx", true), At{&ph, "ctx"});
+        rec.gen = phase(sub_dict(phases[3], ph, "gen", true), At{&ph, "gen"});
+    } else if (PyObject* s = sub_dict(phases[1], ph, "server", false)) {
         rec.server = phase(s, At{&ph, "server"});
     }
     // No server phase (and no disagg): serialize_perf_metrics() drops it as "'server'".
