@@ -123,8 +123,14 @@ public:
     Ref get(Field f)
     {
         const std::uint16_t bit = std::uint16_t(1u << f);
-        if (walked_ && ((found_ & bit) || !(on_type_ & bit)))
+        if (walked_ && ((found_ & bit) || !(on_type_ & bit))) [[likely]]
             return Ref(std::exchange(values_[f], nullptr));
+        return lookup(f);
+    }
+
+private:
+    [[gnu::noinline]] Ref lookup(Field f)
+    {
         PyObject* name = shape_.key(f);
         if (is_dict_) {
             PyObject* v = PyDict_GetItemWithError(obj_, name);
@@ -143,7 +149,6 @@ public:
         return Ref(v);
     }
 
-private:
     // Takes the fields from the instance dict, each with its own reference (checking a flag
     // can run Python code that changes the dict). False, with nothing taken, when a key is
     // not an exact str: getattr then decides.
