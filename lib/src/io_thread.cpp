@@ -46,11 +46,19 @@ void WriterCore::Impl::io_step() noexcept
     Guard g(*this);
     if (!g) return;
     const auto& o = self.opts_;
+    // A unit: one batch, or up to serializer_threads batches serialized together — popped,
+    // written and published as one (one unit in flight, as close's accounting assumes).
+    const std::size_t unit = self.unit_batches_;
     for (int i = 0; i < batches_per_hop; ++i) {
         std::size_t n = 0;
+        bool full = true;  // the last batch popped was full: the queue may hold more
         lock_consumer();
         if (!abandoned.load(std::memory_order_acquire)) {
-            n = self.hooks_->pop_batch(o.batch_records, o.batch_bytes);
+            for (std::size_t b = 0; b < unit && full; ++b) {
+                const std::size_t m = self.hooks_->pop_batch(o.batch_records, o.batch_bytes);
+                n += m;
+                full = m == o.batch_records;
+            }
             inflight.store(n, std::memory_order_release);
             batch_state.store(0, std::memory_order_release);
         }
@@ -60,7 +68,7 @@ void WriterCore::Impl::io_step() noexcept
         tally = Tally{};
         self.hooks_->write_staged();
         publish(n);
-        if (n < o.batch_records || life->detaching.load(std::memory_order_relaxed) ||
+        if (!full || life->detaching.load(std::memory_order_relaxed) ||
             yield_hop.load(std::memory_order_relaxed))
             break;
     }

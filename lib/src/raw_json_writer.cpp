@@ -60,14 +60,18 @@ struct RawJsonWriter::Validator {
     std::vector<std::size_t> starts;      // offset of each record in `joined`
     std::vector<Verdict> verdicts;        // per record of `batch`
     std::span<const std::string> batch;   // the batch the verdicts are for (empty: none)
+    // For RawJsonWriterProbe: records the batch pass decided, minify passes.
+    std::uint64_t batch_decided = 0;
+    std::uint64_t minify_passes = 0;
 };
 
 RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts,
                              RawJsonOptions raw)
-    : JsonlRecordWriter<std::string>(std::move(ex), std::move(opts)),
-      raw_(raw),
-      validator_(std::make_unique<Validator>())
+    : JsonlRecordWriter<std::string>(std::move(ex), std::move(opts)), raw_(raw)
 {
+    // One parser per serializer thread (slot 0: the I/O thread).
+    const std::size_t slots = std::clamp<std::size_t>(options().serializer_threads, 1, 64);
+    for (std::size_t i = 0; i < slots; ++i) validators_.push_back(std::make_unique<Validator>());
 }
 
 RawJsonWriter::~RawJsonWriter() { shutdown(); }
@@ -78,15 +82,35 @@ void RawJsonWriter::write_batch(std::span<const std::string> batch)
         RawJsonWriter* w;
         ~End() { w->end_batch(); }
     } end{this};
-    begin_batch(batch);
+    // Records the serializer threads did already were validated chunk by chunk.
+    if (!batch.empty() && !preserialized(batch.front())) begin_batch(batch);
     JsonlRecordWriter<std::string>::write_batch(batch);
 }
 
-void RawJsonWriter::end_batch() noexcept { validator_->batch = {}; }
-
-void RawJsonWriter::begin_batch(std::span<const std::string> batch)
+std::uint64_t RawJsonWriter::batch_decided() const noexcept
 {
-    Validator& v = *validator_;
+    std::uint64_t n = 0;
+    for (const auto& v : validators_) n += v->batch_decided;
+    return n;
+}
+
+std::uint64_t RawJsonWriter::minify_passes() const noexcept
+{
+    std::uint64_t n = 0;
+    for (const auto& v : validators_) n += v->minify_passes;
+    return n;
+}
+
+void RawJsonWriter::begin_chunk(std::span<const std::string> chunk) noexcept
+{
+    begin_batch(chunk);
+}
+
+void RawJsonWriter::end_batch() noexcept { validator().batch = {}; }
+
+void RawJsonWriter::begin_batch(std::span<const std::string> batch) noexcept
+{
+    Validator& v = validator();
     v.batch = {};
     if (raw_.validation == RawJsonValidation::trusted || batch.size() < 2) return;
     std::size_t total = 0;
@@ -146,7 +170,7 @@ void RawJsonWriter::begin_batch(std::span<const std::string> batch)
         f = g;
         ++i;
     }
-    batch_decided_ += i;
+    v.batch_decided += i;
 }
 
 void RawJsonWriter::serialize_trusted(const std::string& text, JsonLine& line)
@@ -161,7 +185,7 @@ void RawJsonWriter::serialize_trusted(const std::string& text, JsonLine& line)
         line.raw(text);
         return;
     }
-    std::string& s = validator_->scratch;
+    std::string& s = validator().scratch;
     s.assign(text);
     std::replace_if(s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
     line.raw(s);
@@ -171,7 +195,7 @@ void RawJsonWriter::serialize_trusted(const std::string& text, JsonLine& line)
 void RawJsonWriter::serialize(const std::string& text, JsonLine& line)
 {
     if (raw_.validation == RawJsonValidation::trusted) return serialize_trusted(text, line);
-    Validator& v = *validator_;
+    Validator& v = validator();
     Verdict verdict = Verdict::unknown;
     if (!v.batch.empty() && &text >= v.batch.data() && &text < v.batch.data() + v.batch.size())
         verdict = v.verdicts[static_cast<std::size_t>(&text - v.batch.data())];
@@ -203,7 +227,7 @@ void RawJsonWriter::serialize(const std::string& text, JsonLine& line)
     case Verdict::unknown:
         break;
     }
-    ++minify_passes_;
+    ++v.minify_passes;
     v.minified.resize(text.size());
     std::size_t len = 0;
     if (const auto err = simdjson::minify(text.data(), text.size(), v.minified.data(), len))

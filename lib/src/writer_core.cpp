@@ -156,6 +156,7 @@ void WriterCore::start(const std::function<void()>& before_drain)
                                                     opts_.subject, e.what()));
         }
     }
+    impl_->start_serializers();
     impl_->drain_running = true;
     asio::co_spawn(impl_->strand, Impl::drain(shared_from_this()), asio::detached);
 }

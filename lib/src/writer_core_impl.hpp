@@ -9,12 +9,14 @@
 //   rotation.cpp     the default layout's file: naming, the open suffix, rotation, reopen
 //   waiters.cpp      flush, reopen and close waiters; the close timeout; async_*_impl
 //   space_wait.cpp   Overflow::block: producers waiting for room
+//   parallel_serialize.cpp  serializer_threads: the helpers, a unit's records serialized ahead
 #pragma once
 
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/error.hpp>
 
 #include "file_append.hpp"
+#include "serializer_pool.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
@@ -190,6 +192,10 @@ struct WriterCore::Impl {
     // --- space_wait.cpp (I/O thread, after a pop) ---
     void notify_space() noexcept;
 
+    // --- parallel_serialize.cpp (start(), on its caller's thread) ---
+    static constexpr std::size_t max_serializer_threads = 64;
+    void start_serializers() noexcept;
+
 
     WriterCore& self;
     asio::strand<asio::any_io_executor> strand;
@@ -206,6 +212,9 @@ struct WriterCore::Impl {
     // Producer side.
     alignas(64) std::atomic<std::uint64_t> queue_full{0};
     std::atomic<std::uint64_t> closed{0}, evicted{0};
+
+    // serializer_threads > 1 (and a writer that allows it): the helpers. Made by start().
+    std::unique_ptr<SerializerPool> pool;
 
     // I/O thread only.
     FileAppender appender;

@@ -12,7 +12,11 @@
 // adjacent in the batch) and append() — like a writer that keeps a file per key. It keeps
 // every AppendResult for the test to look at.
 //
-// TestWriter counts on_close() calls and can run an action there (or throw from it).
+// TestWriter counts on_close() calls and can run an action there (or throw from it). Its
+// serialize() is safe to run concurrently (it touches only its record and a locked set);
+// declare_concurrent() (before start()) lets serializer_threads > 1 use it, and
+// gate_serialize(n) holds serialize() calls until n distinct threads are inside one (or a
+// deadline passes), once, so a test can see the serializer threads work at once.
 //
 // Both call shutdown() first in their destructor, as every subclass whose serialize() or
 // write_batch() uses its own members must: the base destructor runs after the members are
@@ -23,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <iterator>
@@ -74,14 +79,25 @@ public:
         return serialize_threads_;
     }
 
+    void declare_concurrent() { concurrent_ = true; }
+    void gate_serialize(std::size_t threads) { gate_ = threads; }
+
     // on_close(): how often it ran, and what it does (set before start()).
     int on_close_calls() const { return on_close_calls_.load(); }
     void on_close_action(std::function<void()> f) { on_close_action_ = std::move(f); }
 
 protected:
+    bool concurrent_serialize() const noexcept override { return concurrent_; }
+
     void serialize(const Rec& r, jsonlw::JsonLine& line) override
     {
         note_thread();
+        if (gate_open_.load() < gate_) {  // once open (or past its deadline), for good
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (serialize_threads().size() < gate_ && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::yield();
+            gate_open_.store(gate_);
+        }
         line.begin_object().field("id", r.id);
         if (r.throw_malformed) throw jsonlw::MalformedRecord("record " + std::to_string(r.id) + " is bad");
         if (r.throw_other) throw std::runtime_error("serializer bug in " + std::to_string(r.id));
@@ -122,6 +138,9 @@ private:
 
     mutable std::mutex mutex_;
     std::set<std::thread::id> serialize_threads_;
+    bool concurrent_ = false;
+    std::size_t gate_ = 0;
+    std::atomic<std::size_t> gate_open_{0};
     std::atomic<int> on_close_calls_{0};
     std::function<void()> on_close_action_;
 };

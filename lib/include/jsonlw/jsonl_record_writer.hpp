@@ -4,8 +4,11 @@
 // layout other than one file, where lines go (write_batch).
 //
 // Thread-safety: submit(), async_submit(), async_flush(), async_close() and stats() may be
-// called from any thread, concurrently. start() from one thread. serialize() and write_batch()
-// run on the writer's I/O thread, one batch at a time. Lifetime: destroy the writer before the
+// called from any thread, concurrently. start() from one thread. write_batch() runs on the
+// writer's I/O thread, one batch at a time, and so does serialize() — except with
+// WriterOptions::serializer_threads > 1 in a writer that declares concurrent_serialize(),
+// where serialize() also runs on the writer's helper threads, for different records of the
+// same unit of batches at once, before that unit's write_batch() calls. Lifetime: destroy the writer before the
 // execution context of its executor; a subclass whose serialize()/write_batch() use its own
 // members calls shutdown() first thing in its destructor.
 #pragma once
@@ -28,6 +31,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -50,8 +54,11 @@ public:
           ring_(core_->options().queue_capacity)
     {
         core_->bind(this);
-        staging_.reserve(core_->options().batch_records);
-        if (core_->options().envelope) staging_seq_.reserve(core_->options().batch_records);
+        // A unit holds up to serializer_threads batches (see WriterOptions).
+        const std::size_t unit = std::clamp<std::size_t>(core_->options().serializer_threads, 1, 64);
+        staging_.reserve(core_->options().batch_records * unit);
+        if (core_->options().envelope) staging_seq_.reserve(core_->options().batch_records * unit);
+        batch_ends_.reserve(unit);
     }
     JsonlRecordWriter(const JsonlRecordWriter&) = delete;
     JsonlRecordWriter& operator=(const JsonlRecordWriter&) = delete;
@@ -172,7 +179,31 @@ protected:
     }
 
     // Which other exceptions from serialize() mean "cannot be represented" (default none).
+    // May run on a serializer helper (see concurrent_serialize()).
     virtual bool malformed_error(const std::exception&) const noexcept { return false; }
+
+    // --- Serialization on several threads (WriterOptions::serializer_threads) ---
+    // Return true when serialize() (and malformed_error(), begin_chunk()) may run on several
+    // threads at once for different records: it reads only its record and state that is
+    // constant while the writer runs, or per-thread state indexed by serializer_slot(). The
+    // default, false, keeps serialize() on the I/O thread whatever serializer_threads says
+    // (start() logs a warning when it asks for more). Read once, by start().
+    virtual bool concurrent_serialize() const noexcept { return false; }
+    // Which serializer thread is running: 0 on the I/O thread, 1 .. serializer_threads - 1
+    // on the helpers. For per-thread scratch state in serialize(); the slot's state is never
+    // used by two threads at once.
+    static std::size_t serializer_slot() noexcept { return detail::current_serializer_slot(); }
+    // Called on a serializer thread before it serializes `chunk` (consecutive records of a
+    // unit) ahead of write_batch(): batch-wide preparation (RawJsonWriter validates the chunk
+    // as one document stream). Default nothing. Not called for records serialized inline.
+    virtual void begin_chunk(std::span<const Record> chunk) noexcept { (void)chunk; }
+    // Whether `rec`, one of the batch's records, was already serialized ahead (write_batch()
+    // then needs no batch-wide preparation of its own for it). I/O thread.
+    bool preserialized(const Record& rec) const noexcept
+    {
+        const std::size_t i = staged_index(rec);
+        return i != not_staged && core_->serial_cache().find(i) != nullptr;
+    }
 
     // A size estimate in bytes, used to cap a batch at batch_bytes (default 0: unknown).
     virtual std::size_t record_bytes(const Record&) const noexcept { return 0; }
@@ -248,15 +279,57 @@ protected:
 private:
     using Ring = detail::BoundedRing<Record>;
 
-    // The envelope "seq" of a staged record; nullptr when `rec` is
-    // not one of the batch's records (a group an override built elsewhere).
-    const std::uint64_t* staged_seq(const Record& rec) const noexcept
+    static constexpr std::size_t not_staged = static_cast<std::size_t>(-1);
+    // The staging index of `rec`; not_staged when it is not one of the unit's records (a
+    // group an override built elsewhere).
+    std::size_t staged_index(const Record& rec) const noexcept
     {
         const auto at = reinterpret_cast<std::uintptr_t>(&rec);
         const auto first = reinterpret_cast<std::uintptr_t>(staging_.data());
-        if (at < first) return nullptr;
+        if (at < first) return not_staged;
         const std::size_t i = (at - first) / sizeof(Record);
+        return i < staging_.size() ? i : not_staged;
+    }
+    // The envelope "seq" of a staged record; nullptr when `rec` is not one of the unit's.
+    const std::uint64_t* staged_seq(const Record& rec) const noexcept
+    {
+        const std::size_t i = staged_index(rec);
         return i < staging_seq_.size() ? &staging_seq_[i] : nullptr;
+    }
+
+    // Serializes `rec` as one line at the end of `buf` (the envelope around it when set).
+    // On failure `buf` is as before and fail(outcome, what) says why, inside the handler.
+    template <class Fail>
+    detail::Serialized serialize_into(const Record& rec, const std::uint64_t* seq,
+                                      LineBuffer& buf, Fail fail) noexcept
+    {
+        const std::size_t at = buf.size();
+        try {
+            const bool envelope = core_->options().envelope;
+            if (envelope) core_->envelope_open(buf, seq);
+            const std::size_t body = buf.size();
+            JsonLine line(buf);
+            serialize(rec, line);
+            if (line.view().empty()) throw MalformedRecord("serialize() wrote nothing");
+            if (envelope) core_->envelope_close(buf, body);
+            buf.push_back('\n');
+            return line.sanitized() ? detail::Serialized::sanitized_line
+                                    : detail::Serialized::line;
+        } catch (const MalformedRecord& e) {
+            buf.resize(at);
+            fail(detail::Serialized::malformed, e.what());
+            return detail::Serialized::malformed;
+        } catch (const std::exception& e) {
+            buf.resize(at);
+            const auto kind = malformed_error(e) ? detail::Serialized::malformed
+                                                 : detail::Serialized::unexpected;
+            fail(kind, e.what());
+            return kind;
+        } catch (...) {
+            buf.resize(at);
+            fail(detail::Serialized::unexpected, "unknown exception");
+            return detail::Serialized::unexpected;
+        }
     }
 
     template <class Range, class Deref>
@@ -265,31 +338,30 @@ private:
         LineBuffer& buf = core_->line_buffer();
         buf.clear();
         Lines out;
-        const bool envelope = core_->options().envelope;
+        const detail::SerialCache& cache = core_->serial_cache();
+        const auto count_failure = [this](detail::Serialized kind, std::string_view what) {
+            if (kind == detail::Serialized::malformed) core_->on_malformed(what);
+            else core_->on_unexpected(detail::Stage::serialize, what);
+        };
         for (const auto& item : group) {
             const Record& rec = deref(item);
-            const std::size_t at = buf.size();
-            if (envelope) core_->envelope_open(buf, staged_seq(rec));
-            const std::size_t body = buf.size();
-            JsonLine line(buf);
-            try {
-                serialize(rec, line);
-                if (line.view().empty()) throw MalformedRecord("serialize() wrote nothing");
-                if (envelope) core_->envelope_close(buf, body);
-                buf.push_back('\n');
-                ++out.records;
-                out.sanitized += line.sanitized() ? 1 : 0;
-            } catch (const MalformedRecord& e) {
-                buf.resize(at);
-                core_->on_malformed(e.what());
-            } catch (const std::exception& e) {
-                buf.resize(at);
-                if (malformed_error(e)) core_->on_malformed(e.what());
-                else core_->on_unexpected(detail::Stage::serialize, e.what());
-            } catch (...) {
-                buf.resize(at);
-                core_->on_unexpected(detail::Stage::serialize, "unknown exception");
+            const detail::SerialEntry* done =
+                cache.active ? cache.find(staged_index(rec)) : nullptr;
+            detail::Serialized outcome;
+            if (done) {  // serialized ahead (serializer_threads): copy or count it, in order
+                outcome = done->outcome;
+                if (outcome == detail::Serialized::line ||
+                    outcome == detail::Serialized::sanitized_line) {
+                    const std::string_view bytes = cache.line(*done);
+                    buf.append(bytes.data(), bytes.data() + bytes.size());
+                } else {
+                    count_failure(outcome, cache.error(*done));
+                }
+            } else {
+                outcome = serialize_into(rec, staged_seq(rec), buf, count_failure);
             }
+            if (outcome == detail::Serialized::line) ++out.records;
+            else if (outcome == detail::Serialized::sanitized_line) ++out.records, ++out.sanitized;
         }
         out.bytes = {buf.data(), buf.size()};
         return out;
@@ -422,22 +494,59 @@ private:
             staging_.push_back(std::move(r));
             if (envelope) staging_seq_.push_back(pos + refused);
         };
-        while (staging_.size() < max_records && bytes < max_bytes && ring_.try_pop_into(take)) {
+        const std::size_t before = staging_.size();
+        while (staging_.size() - before < max_records && bytes < max_bytes &&
+               ring_.try_pop_into(take)) {
         }
-        return staging_.size();
+        if (staging_.size() > before) batch_ends_.push_back(staging_.size());
+        return staging_.size() - before;
     }
     void write_staged() noexcept override
     {
-        try {
-            write_batch(std::span<const Record>(staging_.data(), staging_.size()));
-        } catch (const std::exception& e) {
-            core_->on_unexpected(detail::Stage::write, e.what());
-        } catch (...) {
-            core_->on_unexpected(detail::Stage::write, "unknown exception");
+        core_->preserialize(staging_.size());
+        std::size_t begin = 0;
+        for (const std::size_t end : batch_ends_) {
+            try {
+                write_batch(std::span<const Record>(staging_.data() + begin, end - begin));
+            } catch (const std::exception& e) {
+                core_->on_unexpected(detail::Stage::write, e.what());
+            } catch (...) {
+                core_->on_unexpected(detail::Stage::write, "unknown exception");
+            }
+            begin = end;
         }
+        core_->end_unit();
         staging_.clear();
         staging_seq_.clear();
+        batch_ends_.clear();
     }
+    void serialize_chunk(detail::SerialChunk& chunk, std::uint32_t chunk_index,
+                         detail::SerialEntry* entries) noexcept override
+    {
+        begin_chunk(std::span<const Record>(staging_.data() + chunk.first, chunk.count));
+        LineBuffer& buf = chunk.bytes;
+        for (std::size_t i = chunk.first; i < chunk.first + chunk.count; ++i) {
+            detail::SerialEntry& e = entries[i];
+            e.chunk = chunk_index;
+            e.begin = static_cast<std::uint32_t>(buf.size());
+            e.outcome = serialize_into(
+                staging_[i], i < staging_seq_.size() ? &staging_seq_[i] : nullptr, buf,
+                [&](detail::Serialized, std::string_view what) {
+                    // The message, counted later on the I/O thread; begin indexes it.
+                    e.begin = static_cast<std::uint32_t>(chunk.errors.size());
+                    try {
+                        chunk.errors.emplace_back(what);
+                    } catch (...) {
+                        e.begin = detail::SerialEntry::no_message;
+                    }
+                });
+            e.end = e.outcome == detail::Serialized::line ||
+                            e.outcome == detail::Serialized::sanitized_line
+                        ? static_cast<std::uint32_t>(buf.size())
+                        : 0;
+        }
+    }
+    bool serializes_concurrently() const noexcept override { return concurrent_serialize(); }
     void closing_io() noexcept override
     {
         try {
@@ -476,6 +585,7 @@ private:
     Ring ring_;
     std::vector<Record> staging_;            // I/O thread only
     std::vector<std::uint64_t> staging_seq_;  // their envelope seq numbers, under envelope
+    std::vector<std::size_t> batch_ends_;     // the unit's batches: staging_ end of each
 };
 
 }  // namespace jsonlw

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace jsonlw {
 
@@ -38,7 +39,9 @@ struct RawJsonWriterProbe;  // bench and tests: the batch path without a file
 // stream (a record whose document does not span exactly its record, and every record after
 // a parse error, is parsed alone instead, so a malformed record is dropped alone and counted
 // as malformed); a record with no whitespace outside its strings is copied, not minified.
-// Validation runs on the I/O thread, never on the submitter's.
+// Validation runs on the I/O thread, never on the submitter's — and with
+// WriterOptions::serializer_threads > 1 on the writer's helpers too, each chunk of a unit
+// validated as one stream by the thread that serializes it.
 // Thread-safety and lifetime: as JsonlRecordWriter.
 class RawJsonWriter final : public JsonlRecordWriter<std::string> {
 public:
@@ -48,6 +51,8 @@ public:
 protected:
     void serialize(const std::string& text, JsonLine& line) override;
     void write_batch(std::span<const std::string> batch) override;
+    bool concurrent_serialize() const noexcept override { return true; }
+    void begin_chunk(std::span<const std::string> chunk) noexcept override;
     std::size_t record_bytes(const std::string& text) const noexcept override
     {
         return text.size();
@@ -58,15 +63,18 @@ private:
     struct Validator;
     // Validates `batch` as one document stream; serialize() then uses the verdicts for the
     // records of this span. end_batch() forgets them.
-    void begin_batch(std::span<const std::string> batch);
+    void begin_batch(std::span<const std::string> batch) noexcept;
     void end_batch() noexcept;
     void serialize_trusted(const std::string& text, JsonLine& line);
+    // The running serializer thread's parser and scratch (one per serializer_slot()).
+    Validator& validator() const noexcept { return *validators_[serializer_slot()]; }
+    // For RawJsonWriterProbe, over every serializer thread (read while none runs): records
+    // the batch pass decided, and minify passes.
+    std::uint64_t batch_decided() const noexcept;
+    std::uint64_t minify_passes() const noexcept;
 
     RawJsonOptions raw_;
-    std::unique_ptr<Validator> validator_;  // I/O thread only
-    // I/O thread only, for RawJsonWriterProbe: records the batch pass decided, minify passes.
-    std::uint64_t batch_decided_ = 0;
-    std::uint64_t minify_passes_ = 0;
+    std::vector<std::unique_ptr<Validator>> validators_;
 };
 
 }  // namespace jsonlw

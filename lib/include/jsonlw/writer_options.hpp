@@ -92,6 +92,16 @@ struct WriterOptions {
     // first line is unique. A record that does not serialize to a JSON object is then
     // malformed.
     bool envelope = false;
+
+    // --- Serialization on several threads (docs/extending.md) ---
+    // Threads that turn records into lines (default 1: the I/O thread alone). With N > 1 the
+    // I/O thread takes up to N batches at a time and it and N - 1 helper threads the writer
+    // owns serialize their records together, ahead of write_batch(); write_batch(), appends
+    // and all counting stay on the I/O thread, batch after batch in queue order. Honoured by
+    // writers whose serialize() is declared safe to run concurrently (concurrent_serialize():
+    // RawJsonWriter, PerfMetricsWriter, RawOutputWriter); any other logs a warning at start()
+    // and serializes on its I/O thread. 0 means 1; at most 64.
+    std::size_t serializer_threads = 1;
 };
 
 // Every field of WriterOptions, in order. A writer's own options struct (RawOutputOptions,
@@ -104,16 +114,16 @@ struct WriterOptions {
     X(directory) X(stem) X(subject) X(queue_capacity) X(batch_records) X(batch_bytes)         \
     X(flush_interval) X(overflow) X(block_timeout) X(durability) X(fsync_interval)            \
     X(shutdown_timeout) X(log) X(io_executor) X(file_io) X(file_mode) X(idle_poll)             \
-    X(rotate_bytes) X(rotate_interval) X(open_suffix) X(envelope)
+    X(rotate_bytes) X(rotate_interval) X(open_suffix) X(envelope) X(serializer_threads)
 
 namespace detail {
 
 // Fails to compile when WriterOptions gains a field that JSONLW_WRITER_OPTIONS_FIELDS does
-// not list (21 names here, one per field).
+// not list (22 names here, one per field).
 inline void writer_options_are_all_listed(const WriterOptions& w) noexcept
 {
     [[maybe_unused]] const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14,
-                                  f15, f16, f17, f18, f19, f20, f21] = w;
+                                  f15, f16, f17, f18, f19, f20, f21, f22] = w;
 }
 
 template <class Opts>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <jsonlw/append_result.hpp>
+#include <jsonlw/detail/serial_cache.hpp>
 #include <jsonlw/error.hpp>
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/lines.hpp>
@@ -30,10 +31,19 @@ namespace jsonlw::detail {
 class QueueHooks {
 public:
     // I/O thread (or close, under the consumer lock): move up to max_records records — fewer
-    // once their size hints reach max_bytes — from the queue into the staging batch.
+    // once their size hints reach max_bytes — from the queue into a new batch at the end of
+    // the staging unit; returns how many it moved.
     virtual std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept = 0;
-    // I/O thread: write_batch() over the staging batch, exceptions contained; then clear it.
+    // I/O thread: write_batch() over each staged batch in order, exceptions contained; then
+    // clear the unit.
     virtual void write_staged() noexcept = 0;
+    // A serializer thread (the I/O thread or a helper), inside WriterCore::preserialize():
+    // serialize the staged records of `chunk` into its bytes, each outcome in
+    // entries[staging index] (with `chunk_index`).
+    virtual void serialize_chunk(SerialChunk& chunk, std::uint32_t chunk_index,
+                                 SerialEntry* entries) noexcept = 0;
+    // Whether the typed writer declared its serialize() safe to run on several threads at once.
+    virtual bool serializes_concurrently() const noexcept = 0;
     // I/O thread, once, when close has written everything queued (before the final fsync).
     virtual void closing_io() noexcept = 0;
     // I/O thread, when the writer has been idle for idle_interval after writing something.
@@ -110,6 +120,14 @@ public:
 
     // --- I/O thread: helpers for serialize_batch() and append() ---
     LineBuffer& line_buffer() noexcept { return line_buffer_; }
+    // Batches per unit: serializer_threads once start() has made the helpers, else 1.
+    std::size_t unit_batches() const noexcept { return unit_batches_; }
+    // Serializes the unit's `n` staged records ahead, in chunks over the serializer threads,
+    // into serial_cache() — when there are helpers and enough records to share; returns
+    // whether it did. end_unit() forgets them.
+    bool preserialize(std::size_t n) noexcept;
+    void end_unit() noexcept { serial_.active = false; }
+    const SerialCache& serial_cache() const noexcept { return serial_; }
     void on_malformed(std::string_view what) noexcept;
     void on_unexpected(Stage stage, std::string_view what) noexcept;
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
@@ -147,6 +165,8 @@ private:
     std::string envelope_writer_;  // ,"writer":"<id>" (escaped once, at start)
     std::chrono::milliseconds idle_interval_{0};
     LineBuffer line_buffer_;
+    SerialCache serial_;             // I/O thread (filled by the serializers in preserialize())
+    std::size_t unit_batches_ = 1;   // set by start()
     std::atomic<State> state_{State::created};
     std::atomic<std::uint64_t> final_pushes_{0};
     alignas(64) std::atomic<std::uint8_t> wake_state_{awake};

@@ -66,6 +66,8 @@ struct PerfMetricsOptions {
     mode_t file_mode = 0640;
     // How often an idle drain looks at the queue before it parks (default 1 ms).
     std::chrono::microseconds idle_poll{1000};
+    // Threads that serialize records (default 1: the I/O thread; see WriterOptions).
+    std::size_t serializer_threads = 1;
 
     // Set by PerfMetricsWriter itself: the directory is a constructor argument, the stem
     // comes from the kind, and the sizes are TensorRT-LLM's constants (queue 1024, batch 64,
@@ -98,6 +100,8 @@ public:
 
 protected:
     void serialize(const PerfMetricsRecord& rec, JsonLine& line) override;
+    // serialize() reads only its record: serializer_threads > 1 is honoured.
+    bool concurrent_serialize() const noexcept override { return true; }
     std::size_t record_bytes(const PerfMetricsRecord& rec) const noexcept override;
 
 private:

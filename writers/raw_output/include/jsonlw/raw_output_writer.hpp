@@ -56,6 +56,7 @@ struct RawOutputOptions {
     bool envelope = false;
     mode_t file_mode = 0640;                       // permission bits of the files it creates
     std::chrono::microseconds idle_poll{1000};     // as WriterOptions::idle_poll
+    std::size_t serializer_threads = 1;            // as WriterOptions::serializer_threads
 
     // WriterOptions fields the writer sets itself: its layout (hour folders, raw-<pid>.jsonl)
     // fixes stem and subject and has no rotation.
@@ -124,6 +125,8 @@ public:
 
 protected:
     void serialize(const RawOutputRecord& rec, JsonLine& line) override;
+    // serialize() reads only its record: serializer_threads > 1 is honoured.
+    bool concurrent_serialize() const noexcept override { return true; }
     // Groups the batch by the hour of finished_at: one append per hour folder.
     void write_batch(std::span<const RawOutputRecord> batch) override;
     std::size_t record_bytes(const RawOutputRecord& rec) const noexcept override;

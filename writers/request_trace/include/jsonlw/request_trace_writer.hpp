@@ -65,11 +65,12 @@ struct RequestTraceOptions {
     std::chrono::microseconds idle_poll{1000};    // an idle drain's polling before it parks
 
     // Set by the writer itself: its layout (hour folders, requests/responses files) makes
-    // stem and rotation meaningless, `durable` decides durability (fsync per batch), and
-    // batches are 32 records.
+    // stem and rotation meaningless, `durable` decides durability (fsync per batch),
+    // batches are 32 records, and serialization stays on the I/O thread (serialize() uses
+    // the writer's parser and counts the sidecar's drops: a trace is a few records per request).
     static constexpr std::string_view fixed_writer_options[] = {
         "stem", "subject", "batch_records", "durability", "fsync_interval",
-        "rotate_bytes", "rotate_interval", "open_suffix"};
+        "rotate_bytes", "rotate_interval", "open_suffix", "serializer_threads"};
 };
 static_assert(covers_writer_options<RequestTraceOptions>());
 
