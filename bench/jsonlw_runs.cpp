@@ -110,6 +110,7 @@ ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s, bool trusted)
                                                      .block_timeout = std::chrono::hours(1),
                                                      .shutdown_timeout = std::chrono::hours(1),
                                                      .log = logs.sink(),
+                                                     .serializer_threads = s.serializers,
                                                  },
                                  jsonlw::RawJsonOptions{
                                      .validation = trusted ? jsonlw::RawJsonValidation::trusted
@@ -860,7 +861,9 @@ ThroughputResult writer_throughput(const WriterWorkload& wl, const ThroughputSpe
             // that must not lose a record retries it after a refusal (counted).
             const auto& tmpl = *static_cast<const jsonlw::PerfMetricsRecord*>(wl.records.get());
             jsonlw::PerfMetricsWriter w(loop.executor(), s.dir, "bench",
-                                        jsonlw::PerfMetricsOptions{.log = logs.sink()});
+                                        jsonlw::PerfMetricsOptions{
+                                            .log = logs.sink(),
+                                            .serializer_threads = s.serializers});
             w.start();
             run_producers(s.producers, s.records, t0,
                           [&](int, std::size_t count, std::size_t, std::size_t) {

@@ -35,15 +35,16 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
   --json FILE      also write every figure, and the goals, to FILE as JSON
   --records N      throughput: records per run of 250 B (default 2000000; --quick 20000);
                    larger records fill the same bytes
-  --scenario NAME  run only these (repeatable, or several names): throughput, submit,
-                   overload, drain, serialization, snapshot, report, serving-overload
+  --scenario NAME  run only these (repeatable, or several names): throughput, serializers,
+                   submit, overload, drain, serialization, snapshot, report, serving-overload
   --pairs N        measured rounds after the warm-up (default 5)
 
 The table goes to stdout, progress to stderr. Exit status 1 when a run failed a check
 (a line count, the counters); a missed goal is reported, not an error.
 )";
 
-const std::vector<std::string> all_scenarios = {"overload", "throughput", "submit", "drain",
+const std::vector<std::string> all_scenarios = {"overload", "throughput", "serializers",
+                                                "submit", "drain",
                                                 "serialization", "snapshot", "report",
                                                 "serving-overload"};
 
@@ -208,6 +209,7 @@ int main(int argc, char** argv)
     // Fixed order; overload first: it forks, and this process has no thread yet.
     if (wanted("overload")) bench::overload_scenario(cfg, report);
     if (wanted("throughput")) bench::throughput_scenario(cfg, report);
+    if (wanted("serializers")) bench::serializers_scenario(cfg, report);
     if (wanted("submit")) bench::submit_scenario(cfg, report);
     if (wanted("drain")) bench::drain_scenario(cfg, report);
     if (wanted("serialization")) bench::serialization_scenario(cfg, report);

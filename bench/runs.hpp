@@ -24,6 +24,7 @@ struct ThroughputSpec {
     int producers = 1;
     std::filesystem::path dir;
     const std::string* prebuilt = nullptr;  // the write() limit's buffer (records lines)
+    std::size_t serializers = 1;            // jsonlw: WriterOptions::serializer_threads
 };
 
 struct ThroughputResult {

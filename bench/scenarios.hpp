@@ -21,6 +21,8 @@ struct Config {
 // other thread (main runs it first).
 void overload_scenario(const Config& cfg, Report& report);
 void throughput_scenario(const Config& cfg, Report& report);
+// WriterOptions::serializer_threads 1, 2, 4, 8 (up to the cores there are), same cells.
+void serializers_scenario(const Config& cfg, Report& report);
 void submit_scenario(const Config& cfg, Report& report);
 void drain_scenario(const Config& cfg, Report& report);
 void serialization_scenario(const Config& cfg, Report& report);

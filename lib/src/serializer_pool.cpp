@@ -99,9 +99,15 @@ void SerializerPool::helper(std::size_t) noexcept
     std::uint32_t seen = 0;
     for (;;) {
         const auto spin_until = steady::now() + helper_spin;
+        // Pauses first, then yields: on a machine with fewer cores than busy threads the
+        // producers get the core while this helper waits.
         for (unsigned i = 0; wake_.load(std::memory_order_acquire) == seen; ++i) {
-            JSONLW_CPU_RELAX();
-            if (i % 64 == 63 && steady::now() >= spin_until) break;
+            if (i < 256) {
+                JSONLW_CPU_RELAX();
+                continue;
+            }
+            std::this_thread::yield();
+            if (steady::now() >= spin_until) break;
         }
         if (wake_.load(std::memory_order_acquire) == seen) {
             sleeping_.fetch_add(1, std::memory_order_seq_cst);
