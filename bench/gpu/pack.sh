@@ -4,7 +4,8 @@
 #
 #   bench/gpu/pack.sh [DIST=gpu-dist] [BUILDDIR=build-gpu-dist]
 #
-# DIST/bin: the GPU tests (test_snapshot_gpu_*), jsonlw-bench-gpu, the CPU snapshot tests;
+# DIST/bin: the GPU tests (test_snapshot_gpu_*), jsonlw-bench-gpu, jsonlw-bench, the CPU
+# snapshot tests;
 # DIST/lib: the shared libraries they need that a bare machine may lack (simdjson, fmt, ...);
 # DIST/run.sh. Builds with -j1 (shared 2-core machines) unless JOBS is set.
 set -euo pipefail
@@ -25,7 +26,8 @@ import json, os, sys
 for t in json.load(sys.stdin):
     if t["name"].startswith("test_snapshot_") and t["type"] == "executable":
         print(os.path.relpath(t["filename"][0], sys.argv[1]))' "$build" | sort)
-targets=(bench/gpu/jsonlw-bench-gpu "${tests[@]}")
+# jsonlw-bench too: run.sh measures the serializer_threads scaling on the machine's cores.
+targets=(bench/gpu/jsonlw-bench-gpu bench/jsonlw-bench "${tests[@]}")
 ninja -C "$build" -j"$jobs" "${targets[@]}"
 # The Python package (when the build has it: pybind11 found), for tests/python/gpu_check.py.
 mapfile -t pytargets < <(meson introspect "$build" --targets | python3 -c '

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The prepared GPU check: runs the GPU tests, the Python package's CUDA check
-# (tests/python/gpu_check.py), the CPU snapshot tests and jsonlw-bench-gpu from
-# prebuilt binaries and writes everything under $OUT, in under 4 minutes.
+# (tests/python/gpu_check.py), the CPU snapshot tests, jsonlw-bench-gpu and the
+# serializer_threads scaling cells (jsonlw-bench --scenario serializers: 1, 2, 4, 8
+# serializers on the machine's cores) from prebuilt binaries and writes everything under $OUT,
+# in under 4 minutes.
 #
 #   bench/gpu/pack.sh gpu-dist          # on the CPU machine: build sm_90 binaries, collect them
 #   OUT=/some/dir gpu-dist/run.sh       # on the GPU machine (or bench/gpu/run.sh gpu-dist)
 #
 # $OUT/results.json  {"device": ..., "steps": [{"name","rc","status","seconds"}...],
-#                     "bench": <jsonlw-bench-gpu's JSON or null>, "wall_s": ...}
-# $OUT/*.log, $OUT/*.junit.xml, $OUT/bench.json, $OUT/nvidia-smi.txt
+#                     "bench": <jsonlw-bench-gpu's JSON or null>,
+#                     "serializers": <jsonlw-bench's JSON or null>, "wall_s": ...}
+# $OUT/*.log, $OUT/*.junit.xml, $OUT/bench.json, $OUT/serializers.json, $OUT/nvidia-smi.txt
 # Every step has its own timeout and the whole run a deadline (RUN_BUDGET_S, default 225 s).
 # Exit status 0 whenever results.json was written (failures are in it); QUICK=1 passes --quick
 # to the benchmark. Without a GPU the tests skip (exit 77) and the bench says "no device".
@@ -85,6 +88,10 @@ fi
 bench_args=(--json "$OUT/bench.json")
 [[ ${QUICK:-0} == 1 ]] && bench_args+=(--quick)
 step jsonlw-bench-gpu 120 "$dist/bin/jsonlw-bench-gpu" "${bench_args[@]}"
+if [[ -x $dist/bin/jsonlw-bench ]]; then
+    step serializers 90 "$dist/bin/jsonlw-bench" --scenario serializers --records 400000 \
+        --pairs 3 --json "$OUT/serializers.json"
+fi
 if command -v compute-sanitizer >/dev/null 2>&1; then
     for t in "$dist"/bin/test_snapshot_gpu_*; do
         step "memcheck-$(basename "$t")" 60 compute-sanitizer --tool memcheck --error-exitcode 1 \
@@ -98,10 +105,13 @@ done
 
 bench=null
 [[ -s $OUT/bench.json ]] && bench=$(cat "$OUT/bench.json")
+serializers=null
+[[ -s $OUT/serializers.json ]] && serializers=$(cat "$OUT/serializers.json")
 {
     printf '{"device":%s,"steps":[' "$device"
     (IFS=,; printf '%s' "${steps[*]}")
-    printf '],"bench":%s,"wall_s":%d}\n' "$bench" $(($(date +%s) - start))
+    printf '],"bench":%s,"serializers":%s,"wall_s":%d}\n' "$bench" "$serializers" \
+        $(($(date +%s) - start))
 } >"$OUT/results.json"
 echo "run.sh: wrote $OUT/results.json ($(($(date +%s) - start)) s)"
 exit 0
