@@ -120,9 +120,12 @@ ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s, bool trusted)
         run_producers(s.producers, s.records, t0,
                       [&](int, std::size_t count, std::size_t i, std::size_t stride) {
                           std::uint64_t bad = 0;
-                          for (std::size_t n = 0; n < count; ++n, i += stride)
-                              if (w.submit(std::string(s.pool->at(i))) != SubmitResult::accepted)
-                                  ++bad;
+                          for (std::size_t n = 0; n < count; ++n, i += stride) {
+                              const SubmitResult res =
+                                  s.submit_view ? w.submit(std::string_view(s.pool->at(i)))
+                                                : w.submit(std::string(s.pool->at(i)));
+                              if (res != SubmitResult::accepted) ++bad;
+                          }
                           refused += bad;
                       });
         report = w.async_close(asio::use_future).get();
@@ -172,16 +175,27 @@ struct PacedSubmits {
     void step()
     {
         pacer.wait();
-        std::string rec(s.pool->at(i));  // built before the timed call
+        using Form = SubmitCostSpec::Form;
+        const std::string& line = s.pool->at(i);
+        std::string rec;
+        if (s.form == Form::moved_string) rec = line;  // built before the timed call
+        const auto call = [&] {
+            switch (s.form) {
+            case Form::moved_string: return w.submit(std::move(rec));
+            case Form::string_in_call: return w.submit(std::string(line));
+            case Form::view: break;
+            }
+            return w.submit(std::string_view(line));
+        };
         const std::uint64_t a0 = allocations_on_this_thread();
         SubmitResult res;
         if (i >= s.warmup_calls && i % s.sample_every == 0) {
             const std::uint64_t c0 = clk.start();
-            res = w.submit(std::move(rec));
+            res = call();
             const std::uint64_t c1 = clk.stop();
             r.ns.push_back(clk.to_ns(c1 - c0));
         } else {
-            res = w.submit(std::move(rec));
+            res = call();
         }
         (i >= s.warmup_calls ? r.allocations : r.warmup_allocations) +=
             allocations_on_this_thread() - a0;
@@ -956,7 +970,7 @@ double thread_cpu_seconds() noexcept
 
 // Names RawJsonWriter::serialize through a pointer to member of its base: the bench times the
 // writer's own code (RawJsonWriter is final, so it cannot be subclassed to expose it).
-struct SerializeAccess : jsonlw::JsonlRecordWriter<std::string> {
+struct SerializeAccess : jsonlw::JsonlRecordWriter<jsonlw::RawJsonText> {
     static constexpr auto serialize_fn() { return &SerializeAccess::serialize; }
 };
 
@@ -965,9 +979,9 @@ struct SerializeAccess : jsonlw::JsonlRecordWriter<std::string> {
 
 // RawJsonWriter's batch path (what write_batch() does before the append), for the bench.
 struct jsonlw::RawJsonWriterProbe {
-    static void begin_batch(RawJsonWriter& w, std::span<const std::string> b) { w.begin_batch(b); }
+    static void begin_batch(RawJsonWriter& w, std::span<const RawJsonText> b) { w.begin_batch(b); }
     static void end_batch(RawJsonWriter& w) noexcept { w.end_batch(); }
-    static void serialize(RawJsonWriter& w, const std::string& r, JsonLine& l) { w.serialize(r, l); }
+    static void serialize(RawJsonWriter& w, const RawJsonText& r, JsonLine& l) { w.serialize(r, l); }
 };
 
 namespace bench {
@@ -1046,8 +1060,8 @@ const SeedWorker& seed_record()
 
 // The callgrind entry points: one record per iteration, a batch buffer cleared every 64
 // records as serialize_batch() does. Not inlined, so --toggle-collect can name them.
-[[gnu::noinline]] void serialize_loop_raw(jsonlw::JsonlRecordWriter<std::string>& w,
-                                          const std::vector<std::string>& recs,
+[[gnu::noinline]] void serialize_loop_raw(jsonlw::JsonlRecordWriter<jsonlw::RawJsonText>& w,
+                                          const std::vector<jsonlw::RawJsonText>& recs,
                                           std::size_t iterations, jsonlw::LineBuffer& buf)
 {
     constexpr auto fn = SerializeAccess::serialize_fn();
@@ -1062,7 +1076,7 @@ const SeedWorker& seed_record()
 // The batch path: records in batches of 64 (the writer's default), each batch validated as
 // one document stream first, as RawJsonWriter::write_batch() does.
 [[gnu::noinline]] void serialize_loop_raw_batch(jsonlw::RawJsonWriter& w,
-                                                const std::vector<std::string>& recs,
+                                                const std::vector<jsonlw::RawJsonText>& recs,
                                                 std::size_t iterations, jsonlw::LineBuffer& buf)
 {
     using P = jsonlw::RawJsonWriterProbe;
@@ -1070,9 +1084,9 @@ const SeedWorker& seed_record()
         buf.clear();
         const std::size_t n = std::min<std::size_t>({64, iterations - i, recs.size()});
         i += n;
-        const std::span<const std::string> batch(recs.data(), n);
+        const std::span<const jsonlw::RawJsonText> batch(recs.data(), n);
         P::begin_batch(w, batch);
-        for (const std::string& r : batch) {
+        for (const jsonlw::RawJsonText& r : batch) {
             jsonlw::JsonLine line(buf);
             P::serialize(w, r, line);
             buf.push_back('\n');
@@ -1142,17 +1156,22 @@ double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, RawPa
                             jsonlw::RawJsonOptions{.validation = path == RawPath::trusted
                                                                      ? jsonlw::RawJsonValidation::trusted
                                                                      : jsonlw::RawJsonValidation::full});
-    std::vector<std::string> recs;
+    std::vector<jsonlw::RawJsonText> recs;
     // The batch path takes batches of 64 consecutive records: a smaller pool is repeated.
     const std::size_t count = path == RawPath::batch ? std::max<std::size_t>(64, pool.lines.size())
                                                      : pool.lines.size();
     for (std::size_t i = 0; i < count; ++i) {
         const std::string& l = pool.lines[i % pool.lines.size()];
+        if (path == RawPath::batch) {  // as submit(std::string_view) queues it: in the record
+            recs.emplace_back(std::string_view(l));
+            continue;
+        }
+        // A moved-in string (submit(std::string&&)): spare capacity for simdjson's padding
+        // lets it parse in place instead of copying.
         std::string s;
-        // Spare capacity for simdjson's padding lets it parse in place instead of copying.
         if (path == RawPath::alone_padded) s.reserve(l.size() + simdjson::SIMDJSON_PADDING);
         s.assign(l);
-        recs.push_back(std::move(s));
+        recs.emplace_back(std::move(s));
     }
     jsonlw::LineBuffer buf;
     const auto loop = [&](std::size_t n) {

@@ -25,6 +25,7 @@ struct ThroughputSpec {
     std::filesystem::path dir;
     const std::string* prebuilt = nullptr;  // the write() limit's buffer (records lines)
     std::size_t serializers = 1;            // jsonlw: WriterOptions::serializer_threads
+    bool submit_view = false;  // RawJsonWriter: submit(std::string_view), no string built
 };
 
 struct ThroughputResult {
@@ -84,6 +85,10 @@ struct SubmitCostSpec {
     unsigned flush_interval_ms = 0;  // jsonlw only: WriterOptions::flush_interval
     unsigned idle_poll_us = 1000;    // jsonlw only: WriterOptions::idle_poll
     bool from_loop = false;          // jsonlw only: call submit() from the io_context's thread
+    // jsonlw only, how the caller hands the line over: a std::string built before the timed
+    // call and moved in; submit(std::string(line)) (the string's allocation timed); or
+    // submit(std::string_view) (the writer copies the bytes into its queue cell).
+    enum class Form { moved_string, string_in_call, view } form = Form::moved_string;
     // The first calls warm caches (Asio's per-thread handler cache, page faults): neither
     // timed nor counted in `allocations` (they go to warmup_allocations).
     std::size_t warmup_calls = 1000;

@@ -383,6 +383,8 @@ void throughput_scenario(const Config& cfg, Report& report)
     // RawJsonWriter, validated and trusted, against every baseline.
     const std::string raw_full = "jsonlw RawJsonWriter";
     const std::string raw_trusted = "jsonlw RawJsonWriter, trusted";
+    const std::string raw_trusted_view = "jsonlw RawJsonWriter, trusted, submit(string_view)";
+    const std::string raw_full_view = "jsonlw RawJsonWriter, submit(string_view)";
     const std::string validated_row = "simdjson validate+minify, fprintf+mutex";
     for (std::size_t size : {std::size_t{250}, std::size_t{1024}, std::size_t{4096}}) {
         const LinePool pool = make_pool(size);
@@ -392,22 +394,35 @@ void throughput_scenario(const Config& cfg, Report& report)
                  "validates: full simdjson parse of each batch, minified", true},
                 {raw_trusted, [](const ThroughputSpec& s) { return jsonlw_raw_throughput(s, true); },
                  "no validation (RawJsonValidation::trusted): CR/LF -> space only", true},
+                {raw_full_view,
+                 [](ThroughputSpec s) {
+                     s.submit_view = true;
+                     return jsonlw_raw_throughput(s, false);
+                 },
+                 "as the first row; the producer passes the pooled line (no std::string built, "
+                 "the bytes copied into the queue cell)", true},
+                {raw_trusted_view,
+                 [](ThroughputSpec s) {
+                     s.submit_view = true;
+                     return jsonlw_raw_throughput(s, true);
+                 },
+                 "as the trusted row; submit(string_view) of the pooled line", true},
             };
-            for (CellVariant& c : plain_baselines(raw_trusted)) cells.push_back(std::move(c));
+            for (CellVariant& c : plain_baselines(raw_trusted_view)) cells.push_back(std::move(c));
             cells.push_back({validated_row, fprintf_validated_throughput,
                              "validates: each producer parses (simdjson DOM) and minifies the "
                              "line, then fprintf()s it",
-                             false, raw_full});
+                             false, raw_full_view});
             const char* spdlog_note = "no validation: spdlog's own formatting of the line";
             cells.push_back({"spdlog async block",
                              [](const ThroughputSpec& s) { return spdlog_throughput(s, SpdlogMode::async_block); },
-                             spdlog_note, false, raw_trusted, have_spdlog(), spdlog_missing()});
+                             spdlog_note, false, raw_trusted_view, have_spdlog(), spdlog_missing()});
             cells.push_back({"spdlog async overrun_oldest",
                              [](const ThroughputSpec& s) { return spdlog_throughput(s, SpdlogMode::async_overrun_oldest); },
-                             spdlog_note, false, raw_trusted, have_spdlog(), spdlog_missing()});
+                             spdlog_note, false, raw_trusted_view, have_spdlog(), spdlog_missing()});
             cells.push_back({"spdlog sync basic_file_sink",
                              [](const ThroughputSpec& s) { return spdlog_throughput(s, SpdlogMode::sync); },
-                             spdlog_note, false, raw_trusted, have_spdlog(), spdlog_missing()});
+                             spdlog_note, false, raw_trusted_view, have_spdlog(), spdlog_missing()});
             Section sec = throughput_cell(cfg, "RawJsonWriter", pool, records_for(size), producers,
                                           cells);
             sec.notes.push_back(
@@ -424,10 +439,10 @@ void throughput_scenario(const Config& cfg, Report& report)
             if (size == 250 && producers == 1) {
                 report.goals.push_back(make_goal(
                     "trusted RawJsonWriter 250 B, 1 producer: records/s vs fprintf+mutex", ">=",
-                    1.5, ratio_between(sec, raw_trusted, fprintf_row), "x"));
+                    1.5, ratio_between(sec, raw_trusted_view, fprintf_row), "x"));
                 Goal g = make_goal(
                     "trusted RawJsonWriter 250 B, 1 producer: records/s vs spdlog async block",
-                    ">=", 3, ratio_between(sec, raw_trusted, "spdlog async block"), "x");
+                    ">=", 3, ratio_between(sec, raw_trusted_view, "spdlog async block"), "x");
                 if (!have_spdlog()) g.note = "skipped: " + spdlog_missing();
                 report.goals.push_back(g);
             }
@@ -436,10 +451,10 @@ void throughput_scenario(const Config& cfg, Report& report)
                     fmt::format("validated RawJsonWriter 250 B, {} producer{}: records/s vs "
                                 "simdjson validate+minify, fprintf+mutex",
                                 producers, producers > 1 ? "s" : ""),
-                    ">=", 1.2, ratio_between(sec, raw_full, validated_row), "x"));
+                    ">=", 1.2, ratio_between(sec, raw_full_view, validated_row), "x"));
             if (size != 250) {
                 std::optional<double> pct;
-                if (auto m = ratio_between(sec, raw_trusted, limit_row)) pct = *m * 100;
+                if (auto m = ratio_between(sec, raw_trusted_view, limit_row)) pct = *m * 100;
                 report.goals.push_back(make_goal(
                     fmt::format("trusted RawJsonWriter {}, {} producer{}: bytes/s vs write() "
                                 "limit",
@@ -549,12 +564,20 @@ void submit_scenario(const Config& cfg, Report& report)
     parking.idle_poll_us = 0;
     SubmitCostSpec slow_poll = spec;
     slow_poll.idle_poll_us = 5000;
+    SubmitCostSpec by_view = spec;
+    by_view.form = SubmitCostSpec::Form::view;
+    SubmitCostSpec string_in_call = spec;
+    string_in_call.form = SubmitCostSpec::Form::string_in_call;
     std::vector<Variant<SubmitCostResult>> variants = {
         {"jsonlw submit() on the loop thread", [&] { return jsonlw_raw_submit_cost(on_loop); }},
         {"jsonlw submit() on another thread", [&] { return jsonlw_raw_submit_cost(spec); }},
         {"  same, flush_interval 5 ms", [&] { return jsonlw_raw_submit_cost(lingering); }},
         {"  same, idle_poll 5 ms", [&] { return jsonlw_raw_submit_cost(slow_poll); }},
         {"  same, idle_poll 0 (wake-up per record)", [&] { return jsonlw_raw_submit_cost(parking); }},
+        {"jsonlw submit(std::string_view), another thread",
+         [&] { return jsonlw_raw_submit_cost(by_view); }},
+        {"jsonlw submit(std::string(line)), another thread",
+         [&] { return jsonlw_raw_submit_cost(string_in_call); }},
         {"fprintf + std::mutex", [&] { return fprintf_submit_cost(spec); }},
         {"spdlog async block (log call)",
          [&] { return spdlog_submit_cost(spec, SpdlogMode::async_block); }, have_spdlog(),
@@ -581,7 +604,7 @@ void submit_scenario(const Config& cfg, Report& report)
                   {"seconds", spec.seconds},
                   {"sample_every", static_cast<double>(spec.sample_every)},
                   {"clock_overhead_ns", clk.overhead_ns()}};
-    std::optional<double> p50[2], p99[2], allocs[2];
+    std::optional<double> p50[3], p99[3], allocs[3];
     for (std::size_t v = 0; v < variants.size(); ++v) {
         Row row;
         row.variant = variants[v].name;
@@ -620,14 +643,15 @@ void submit_scenario(const Config& cfg, Report& report)
         row.extra.emplace_back("warm-up allocs", static_cast<double>(warm_allocations));
         if (refused) row.extra.emplace_back("refused", static_cast<double>(refused));
         row.problem = first_problem(results[v]);
-        if (v < 2) {
-            p50[v] = row.values.median();
-            p99[v] = quantile(p99s, 0.5);
-            allocs[v] = per_call;
+        if (v < 2 || v == 5) {
+            const std::size_t k = v == 5 ? 2 : v;
+            p50[k] = row.values.median();
+            p99[k] = quantile(p99s, 0.5);
+            allocs[k] = per_call;
         }
         sec.rows.push_back(row);
     }
-    for (std::size_t v = 5; v < sec.rows.size(); ++v)  // the baselines, against row 0
+    for (std::size_t v = 7; v < sec.rows.size(); ++v)  // the baselines, against row 0
         if (!sec.rows[v].skipped)
             sec.rows[v].ratio = pair_ratios(sec.rows[0].values, sec.rows[v].values, false);
     sec.notes.push_back(fmt::format(
@@ -649,8 +673,14 @@ void submit_scenario(const Config& cfg, Report& report)
                         "instead and a full batch wakes it; with idle_poll 5 ms a poll finds "
                         "more than 64 records at this rate, so one call in 64 wakes it; with "
                         "idle_poll 0 every call after the queue emptied does");
-    const char* where[2] = {"on the loop thread", "on another thread"};
-    for (int k = 0; k < 2; ++k) {
+    sec.notes.push_back("submit() moves a std::string built before the call into the queue "
+                        "(its buffer freed later on the I/O thread); submit(std::string_view) "
+                        "copies the line's bytes once into its queue cell (RawJsonText, inline "
+                        "up to 456 B: no allocation, nothing freed on another thread); "
+                        "submit(std::string(line)) times the string's allocation as well");
+    const char* where[3] = {"on the loop thread", "on another thread",
+                            "submit(std::string_view), on another thread"};
+    for (int k = 0; k < 3; ++k) {
         report.goals.push_back(
             make_goal(fmt::format("submit() p50, {}", where[k]), "<=", 50, p50[k], "ns"));
         report.goals.push_back(

@@ -59,7 +59,7 @@ struct RawJsonWriter::Validator {
     std::vector<char> joined;             // the batch's records, '\n' after each, padded
     std::vector<std::size_t> starts;      // offset of each record in `joined`
     std::vector<Verdict> verdicts;        // per record of `batch`
-    std::span<const std::string> batch;   // the batch the verdicts are for (empty: none)
+    std::span<const RawJsonText> batch;   // the batch the verdicts are for (empty: none)
     // For RawJsonWriterProbe: records the batch pass decided, minify passes.
     std::uint64_t batch_decided = 0;
     std::uint64_t minify_passes = 0;
@@ -67,7 +67,7 @@ struct RawJsonWriter::Validator {
 
 RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts,
                              RawJsonOptions raw)
-    : JsonlRecordWriter<std::string>(std::move(ex), std::move(opts)), raw_(raw)
+    : JsonlRecordWriter<RawJsonText>(std::move(ex), std::move(opts)), raw_(raw)
 {
     // One parser per serializer thread (slot 0: the I/O thread).
     const std::size_t slots = std::clamp<std::size_t>(options().serializer_threads, 1, 64);
@@ -76,7 +76,7 @@ RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts
 
 RawJsonWriter::~RawJsonWriter() { shutdown(); }
 
-void RawJsonWriter::write_batch(std::span<const std::string> batch)
+void RawJsonWriter::write_batch(std::span<const RawJsonText> batch)
 {
     struct End {
         RawJsonWriter* w;
@@ -84,7 +84,7 @@ void RawJsonWriter::write_batch(std::span<const std::string> batch)
     } end{this};
     // Records the serializer threads did already were validated chunk by chunk.
     if (!batch.empty() && !preserialized(batch.front())) begin_batch(batch);
-    JsonlRecordWriter<std::string>::write_batch(batch);
+    JsonlRecordWriter<RawJsonText>::write_batch(batch);
 }
 
 std::uint64_t RawJsonWriter::batch_decided() const noexcept
@@ -101,20 +101,20 @@ std::uint64_t RawJsonWriter::minify_passes() const noexcept
     return n;
 }
 
-void RawJsonWriter::begin_chunk(std::span<const std::string> chunk) noexcept
+void RawJsonWriter::begin_chunk(std::span<const RawJsonText> chunk) noexcept
 {
     begin_batch(chunk);
 }
 
 void RawJsonWriter::end_batch() noexcept { validator().batch = {}; }
 
-void RawJsonWriter::begin_batch(std::span<const std::string> batch) noexcept
+void RawJsonWriter::begin_batch(std::span<const RawJsonText> batch) noexcept
 {
     Validator& v = validator();
     v.batch = {};
     if (raw_.validation == RawJsonValidation::trusted || batch.size() < 2) return;
     std::size_t total = 0;
-    for (const std::string& t : batch) total += t.size() + 1;
+    for (const RawJsonText& t : batch) total += t.size() + 1;
     if (total > max_stream_bytes) return;
     try {
         v.joined.resize(total + simdjson::SIMDJSON_PADDING);
@@ -173,7 +173,7 @@ void RawJsonWriter::begin_batch(std::span<const std::string> batch) noexcept
     v.batch_decided += i;
 }
 
-void RawJsonWriter::serialize_trusted(const std::string& text, JsonLine& line)
+void RawJsonWriter::serialize_trusted(const RawJsonText& text, JsonLine& line)
 {
     const char* p = text.data();
     const std::size_t n = text.size();
@@ -192,7 +192,7 @@ void RawJsonWriter::serialize_trusted(const std::string& text, JsonLine& line)
     line.mark_sanitized();
 }
 
-void RawJsonWriter::serialize(const std::string& text, JsonLine& line)
+void RawJsonWriter::serialize(const RawJsonText& text, JsonLine& line)
 {
     if (raw_.validation == RawJsonValidation::trusted) return serialize_trusted(text, line);
     Validator& v = validator();
@@ -202,7 +202,8 @@ void RawJsonWriter::serialize(const std::string& text, JsonLine& line)
     if (verdict == Verdict::unknown) {
         // A string with enough spare capacity is parsed in place; otherwise simdjson copies
         // it into its padded buffer.
-        const bool padded = text.capacity() - text.size() >= simdjson::SIMDJSON_PADDING;
+        static_assert(RawJsonText::parse_padding >= simdjson::SIMDJSON_PADDING);
+        const bool padded = text.padded();
         simdjson::dom::element root;
         if (const auto err = v.parser.parse(text.data(), text.size(), !padded).get(root))
             throw MalformedRecord(fmt::format("invalid JSON: {}", simdjson::error_message(err)));

@@ -1,8 +1,10 @@
 // How the drain is woken (issue 5): a producer at a steady rate never has to wake it — the
 // drain polls an empty queue every idle_poll before it parks — so submit() allocates nothing;
 // a wake-up that is still needed (after a long idle spell, or with idle_poll 0) allocates
-// nothing on the producer's thread either when the executor is an io_context's. This TU
-// replaces the global operator new with one that counts per thread.
+// nothing on the producer's thread either when the executor is an io_context's; and
+// RawJsonWriter's submit(std::string_view) copies a line into its queue cell without
+// allocating (issue 13 point 3). This TU replaces the global operator new with one that
+// counts per thread.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -152,4 +154,40 @@ TEST_CASE("on an executor that is not an io_context's, records are still written
     const auto report = close(w);
     CHECK(report.stats.written == 3);
     CHECK(invariant_holds(report.stats));
+}
+
+TEST_CASE("RawJsonWriter: submit(std::string_view) copies a line of up to 456 B into its queue cell with no allocation; a longer one into a string; every line written as given",
+          "[integration][writer][raw_json][submit_view]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 4096;
+    jsonlw::RawJsonWriter w(loop.executor(), o);
+    w.start();
+    loop.start();
+    std::vector<std::string> expected;
+    std::string buf;  // the caller's buffer, reused for every line
+    std::uint64_t inside = 0;
+    for (int i = 0; i < 3000; ++i) {
+        // Lines of 20 .. 456 bytes (the inline capacity), then a few just over it.
+        const std::size_t size = i < 2990 ? 20 + static_cast<std::size_t>(i) % 437 : 457 + i % 3;
+        buf = "{\"id\":" + std::to_string(i) + ",\"p\":\"";
+        buf.append(size - buf.size() - 2, 'x');
+        buf += "\"}";
+        REQUIRE(buf.size() == size);
+        const std::uint64_t before = t_allocations;
+        const SubmitResult res = w.submit(std::string_view(buf));
+        if (i < 2990) inside += t_allocations - before;
+        else CHECK(t_allocations - before == 1);  // the std::string a long line needs
+        CHECK(res == SubmitResult::accepted);
+        expected.push_back(buf);
+    }
+    CHECK(inside == 0);
+    CHECK(jsonlw::RawJsonText::inline_capacity == 456);
+    const auto report = close(w);
+    CHECK(report.drained);
+    CHECK(report.stats.written == 3000);
+    CHECK(read_lines(w.file_path()) == expected);
 }

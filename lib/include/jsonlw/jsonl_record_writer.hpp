@@ -39,6 +39,7 @@
 #include <optional>
 #include <span>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 namespace jsonlw {
@@ -94,6 +95,31 @@ public:
         case Ring::Push::full:
             break;
         }
+        return on_full(rec);
+    }
+
+    // Like submit(), but the record is built in its queue cell from `args` — no temporary
+    // to move. Needs a constructor that cannot throw; when the queue is full, the record is
+    // built outside it and handled as submit() handles it.
+    template <class... Args>
+        requires std::is_nothrow_constructible_v<Record, Args&&...>
+    SubmitResult emplace(Args&&... args)
+    {
+        if (!core_->accepting()) [[unlikely]]
+            return refused();
+        std::uint64_t pos;
+        const auto make = [&](void* at) noexcept { ::new (at) Record(std::forward<Args>(args)...); };
+        switch (ring_.try_push_with(make, pos)) {
+        case Ring::Push::ok:
+            core_->after_push(pos);
+            return SubmitResult::accepted;
+        case Ring::Push::closed:
+            core_->count_closed();
+            return SubmitResult::closed;
+        case Ring::Push::full:
+            break;
+        }
+        Record rec(std::forward<Args>(args)...);
         return on_full(rec);
     }
 

@@ -13,6 +13,7 @@
 #include <jsonlw/malformed_record.hpp>
 #include <jsonlw/overflow.hpp>
 #include <jsonlw/path_component.hpp>
+#include <jsonlw/raw_json_text.hpp>
 #include <jsonlw/raw_json_writer.hpp>
 #include <jsonlw/submit_result.hpp>
 #include <jsonlw/utc_time.hpp>

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <jsonlw/jsonl_record_writer.hpp>
+#include <jsonlw/raw_json_text.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -43,17 +44,37 @@ struct RawJsonWriterProbe;  // bench and tests: the batch path without a file
 // WriterOptions::serializer_threads > 1 on the writer's helpers too, each chunk of a unit
 // validated as one stream by the thread that serializes it.
 // Thread-safety and lifetime: as JsonlRecordWriter.
-class RawJsonWriter final : public JsonlRecordWriter<std::string> {
+//
+// Records are RawJsonText: submit(std::string_view) (or a const std::string&, or a C string)
+// copies a text of up to RawJsonText::inline_capacity bytes once, into its queue cell —
+// writer-owned memory, no allocation, nothing freed on another thread; a longer one is
+// copied into a std::string. submit(std::string&&) moves the caller's string in (no copy;
+// its buffer is freed on the I/O thread).
+class RawJsonWriter final : public JsonlRecordWriter<RawJsonText> {
 public:
     RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, RawJsonOptions raw = {});
     ~RawJsonWriter() override;
 
+    using JsonlRecordWriter<RawJsonText>::submit;
+    SubmitResult submit(std::string_view text)
+    {
+        if (text.size() <= RawJsonText::inline_capacity)
+            return emplace(RawJsonText::fits_inline_t{}, text);
+        return JsonlRecordWriter<RawJsonText>::submit(RawJsonText(text));
+    }
+    SubmitResult submit(const std::string& text) { return submit(std::string_view(text)); }
+    SubmitResult submit(const char* text) { return submit(std::string_view(text)); }
+    SubmitResult submit(std::string&& text)
+    {
+        return JsonlRecordWriter<RawJsonText>::submit(RawJsonText(std::move(text)));
+    }
+
 protected:
-    void serialize(const std::string& text, JsonLine& line) override;
-    void write_batch(std::span<const std::string> batch) override;
+    void serialize(const RawJsonText& text, JsonLine& line) override;
+    void write_batch(std::span<const RawJsonText> batch) override;
     bool concurrent_serialize() const noexcept override { return true; }
-    void begin_chunk(std::span<const std::string> chunk) noexcept override;
-    std::size_t record_bytes(const std::string& text) const noexcept override
+    void begin_chunk(std::span<const RawJsonText> chunk) noexcept override;
+    std::size_t record_bytes(const RawJsonText& text) const noexcept override
     {
         return text.size();
     }
@@ -63,9 +84,9 @@ private:
     struct Validator;
     // Validates `batch` as one document stream; serialize() then uses the verdicts for the
     // records of this span. end_batch() forgets them.
-    void begin_batch(std::span<const std::string> batch) noexcept;
+    void begin_batch(std::span<const RawJsonText> batch) noexcept;
     void end_batch() noexcept;
-    void serialize_trusted(const std::string& text, JsonLine& line);
+    void serialize_trusted(const RawJsonText& text, JsonLine& line);
     // The running serializer thread's parser and scratch (one per serializer_slot()).
     Validator& validator() const noexcept { return *validators_[serializer_slot()]; }
     // For RawJsonWriterProbe, over every serializer thread (read while none runs): records

@@ -48,6 +48,15 @@ public:
     // On success, `pos` is the record's sequence number (0, 1, 2, ... in claim order).
     Push try_push(T& value, std::uint64_t& pos) noexcept
     {
+        return try_push_with([&value](void* at) noexcept { ::new (at) T(std::move(value)); },
+                             pos);
+    }
+
+    // Like try_push(), but make(storage) constructs the record in its cell (it must not
+    // throw: the cell is claimed by then).
+    template <class Make>
+    Push try_push_with(Make&& make, std::uint64_t& pos) noexcept
+    {
         std::uint64_t p = tail_.load(std::memory_order_relaxed);
         for (;;) {
             if (p & closed_bit) return Push::closed;
@@ -64,7 +73,7 @@ public:
                 // seq_cst: the drain's park protocol orders this claim against its check.
                 if (tail_.compare_exchange_weak(p, p + 1, std::memory_order_seq_cst,
                                                 std::memory_order_relaxed)) {
-                    ::new (static_cast<void*>(c.storage)) T(std::move(value));
+                    make(static_cast<void*>(c.storage));
                     c.seq.store(p + 1, std::memory_order_release);
                     pos = p;
 #if defined(__GNUC__)

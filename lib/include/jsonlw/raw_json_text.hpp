@@ -1,0 +1,99 @@
+// RawJsonText: the record RawJsonWriter queues — one JSON text, its bytes either in the record
+// itself (up to inline_capacity, so a queue cell is a slot of a byte ring the writer owns) or
+// in a std::string moved in by the caller. Made by the caller's thread, read by the writer's
+// serializer threads; a value type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace jsonlw {
+
+class RawJsonText {
+public:
+    // A queue cell of 512 bytes: the text's bytes, its length, a std::string for longer ones.
+    static constexpr std::size_t inline_capacity = 456;
+    // simdjson reads up to this many bytes past a text: an inline text that leaves them free
+    // is parsed where it lies.
+    static constexpr std::size_t parse_padding = 64;
+
+    RawJsonText() noexcept = default;
+    // Copies bytes known to fit (text.size() <= inline_capacity): never allocates.
+    struct fits_inline_t {};
+    RawJsonText(fits_inline_t, std::string_view text) noexcept : size_(text.size()), inline_(true)
+    {
+        std::memcpy(bytes_, text.data(), text.size());
+    }
+    // Copies the bytes: into the record when they fit (no allocation), else into a string.
+    RawJsonText(std::string_view text) { assign(text); }
+    RawJsonText(const char* text) : RawJsonText(std::string_view(text)) {}
+    RawJsonText(const std::string& text) : RawJsonText(std::string_view(text)) {}
+    // Takes the string's buffer (no copy; it is freed on the writer's thread).
+    RawJsonText(std::string&& text) noexcept : heap_(std::move(text)), size_(heap_.size()) {}
+
+    RawJsonText(RawJsonText&& o) noexcept : heap_(std::move(o.heap_)), size_(o.size_), inline_(o.inline_)
+    {
+        if (inline_) std::memcpy(bytes_, o.bytes_, size_);
+    }
+    RawJsonText& operator=(RawJsonText&& o) noexcept
+    {
+        heap_ = std::move(o.heap_);
+        size_ = o.size_;
+        inline_ = o.inline_;
+        if (inline_) std::memcpy(bytes_, o.bytes_, size_);
+        return *this;
+    }
+    RawJsonText(const RawJsonText& o) : heap_(o.heap_), size_(o.size_), inline_(o.inline_)
+    {
+        if (inline_) std::memcpy(bytes_, o.bytes_, size_);
+    }
+    RawJsonText& operator=(const RawJsonText& o)
+    {
+        if (this != &o) *this = RawJsonText(o);
+        return *this;
+    }
+
+    const char* data() const noexcept { return inline_ ? bytes_ : heap_.data(); }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+    std::string_view view() const noexcept { return {data(), size_}; }
+    operator std::string_view() const noexcept { return view(); }
+    // Whether `parse_padding` readable bytes follow the text (simdjson can parse it in place).
+    bool padded() const noexcept
+    {
+        return inline_ ? size_ + parse_padding <= inline_capacity
+                       : heap_.capacity() - heap_.size() >= parse_padding;
+    }
+    bool is_inline() const noexcept { return inline_; }
+
+    friend bool operator==(const RawJsonText& a, std::string_view b) noexcept
+    {
+        return a.view() == b;
+    }
+
+private:
+    void assign(std::string_view text)
+    {
+        size_ = text.size();
+        if (text.size() <= inline_capacity) {
+            inline_ = true;
+            std::memcpy(bytes_, text.data(), text.size());
+        } else {
+            heap_.assign(text);
+        }
+    }
+
+    std::string heap_;
+    std::size_t size_ = 0;
+    bool inline_ = false;
+    char bytes_[inline_capacity];
+};
+
+// With the ring's sequence number: a queue cell of 512 bytes.
+static_assert(sizeof(RawJsonText) <= 512 - 8);
+
+}  // namespace jsonlw
