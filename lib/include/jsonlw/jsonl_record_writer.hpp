@@ -15,6 +15,7 @@
 
 #include <jsonlw/append_result.hpp>
 #include <jsonlw/detail/bounded_ring.hpp>
+#include <jsonlw/detail/full_queue.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/lines.hpp>
@@ -29,7 +30,6 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -402,89 +402,7 @@ private:
         return SubmitResult::disabled;
     }
 
-    SubmitResult on_full(Record& rec)
-    {
-        const auto& o = core_->options();
-        std::uint64_t pos;
-        if (o.overflow == Overflow::drop_oldest) {
-            for (;;) {
-                if (ring_.try_pop_into([](Record&&) noexcept {})) core_->count_evicted();
-                switch (ring_.try_push(rec, pos)) {
-                case Ring::Push::ok: core_->after_push(pos); return SubmitResult::accepted;
-                case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
-                case Ring::Push::full: continue;
-                }
-            }
-        }
-        if (o.overflow == Overflow::block) {
-            const auto deadline = std::chrono::steady_clock::now() + o.block_timeout;
-            for (;;) {
-                if (!core_->wait_for_space(deadline)) break;
-                switch (ring_.try_push(rec, pos)) {
-                case Ring::Push::ok: core_->after_push(pos); return SubmitResult::accepted;
-                case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
-                case Ring::Push::full: continue;
-                }
-            }
-        }
-        core_->count_queue_full();
-        return SubmitResult::dropped_queue_full;
-    }
-
-    // Overflow::block without blocking a thread: retried after each pop until block_timeout.
-    // state: 0 idle, 1 a retry is pushing, 2 completed. Whoever moves it to 2 completes.
-    struct BlockedSubmit {
-        Record rec;
-        boost::asio::any_completion_handler<void(SubmitResult)> handler;
-        boost::asio::steady_timer timer;
-        std::atomic<int> state{0};
-        std::atomic<bool> expired{false};
-        BlockedSubmit(Record r, boost::asio::any_completion_handler<void(SubmitResult)> h,
-                      const boost::asio::any_io_executor& ex)
-            : rec(std::move(r)), handler(std::move(h)), timer(ex)
-        {
-        }
-    };
-
-    // Through the writer's executor, then on the handler's associated executor.
-    static void complete(const std::shared_ptr<BlockedSubmit>& op, SubmitResult r)
-    {
-        boost::asio::post(op->timer.get_executor(),
-                          boost::asio::append(std::move(op->handler), r));
-    }
-
-    static void expire(const std::shared_ptr<detail::WriterCore>& core,
-                       const std::shared_ptr<BlockedSubmit>& op)
-    {
-        int idle = 0;
-        if (!op->state.compare_exchange_strong(idle, 2, std::memory_order_acq_rel)) return;
-        core->count_queue_full();
-        complete(op, SubmitResult::dropped_queue_full);
-    }
-
-    void try_blocked(const std::shared_ptr<BlockedSubmit>& op)
-    {
-        int idle = 0;
-        if (!op->state.compare_exchange_strong(idle, 1, std::memory_order_acq_rel)) return;
-        std::uint64_t pos;
-        switch (ring_.try_push(op->rec, pos)) {
-        case Ring::Push::ok:
-            core_->after_push(pos);
-            op->state.store(2, std::memory_order_release);
-            op->timer.cancel();
-            return complete(op, SubmitResult::accepted);
-        case Ring::Push::closed:
-            core_->count_closed();
-            op->state.store(2, std::memory_order_release);
-            op->timer.cancel();
-            return complete(op, SubmitResult::closed);
-        case Ring::Push::full:
-            op->state.store(0, std::memory_order_release);
-            if (op->expired.load(std::memory_order_acquire)) return expire(core_, op);
-            core_->add_space_waiter([this, op] { try_blocked(op); });
-            return;
-        }
-    }
+    SubmitResult on_full(Record& rec) { return detail::FullQueue<Record>::submit(*core_, ring_, rec); }
 
     void async_submit_impl(Record rec,
                            boost::asio::any_completion_handler<void(SubmitResult)> handler)
@@ -494,15 +412,7 @@ private:
             boost::asio::post(core_->executor(), boost::asio::append(std::move(handler), r));
             return;
         }
-        auto op = std::make_shared<BlockedSubmit>(std::move(rec), std::move(handler),
-                                                  core_->executor());
-        op->timer.expires_after(core_->options().block_timeout);
-        op->timer.async_wait([core = core_, op](boost::system::error_code ec) {
-            if (ec) return;  // cancelled: the record went in (or was refused as closed)
-            op->expired.store(true, std::memory_order_release);
-            expire(core, op);
-        });
-        try_blocked(op);
+        detail::FullQueue<Record>::submit_async(core_, ring_, std::move(rec), std::move(handler));
     }
 
     // --- detail::QueueHooks ---
