@@ -231,6 +231,12 @@ protected:
         return i != not_staged && core_->serial_cache().find(i) != nullptr;
     }
 
+    // Called on the I/O thread after a unit's write_batch() calls, with its records, just
+    // before they are destroyed: a writer whose producers fill records' buffers may move the
+    // buffers out to reuse them (RawOutputWriter does, so its hook's allocations are not
+    // freed on this thread). Default nothing; must not throw.
+    virtual void recycle(std::span<Record> records) noexcept { (void)records; }
+
     // A size estimate in bytes, used to cap a batch at batch_bytes (default 0: unknown).
     virtual std::size_t record_bytes(const Record&) const noexcept { return 0; }
 
@@ -451,6 +457,7 @@ private:
             }
             begin = end;
         }
+        recycle(std::span<Record>(staging_));
         core_->end_unit();
         staging_.clear();
         staging_seq_.clear();

@@ -1,10 +1,10 @@
-// RawOutputWriter's hook side, on the caller's threads: the outputs in flight (under one mutex),
-// what each chunk and each piece of per-token data adds, eviction, ending, the hook's
-// counters and warnings; and write_batch, which sends each batch's lines to their hour folders.
-// The line each record becomes is raw_output_line.cpp's.
+// RawOutputWriter's hook side, on the caller's threads: chunks, per-token data and ends taken
+// into the outputs in flight (raw_output_state.cpp, under one mutex), the hook's counters and
+// warnings; and on the I/O thread write_batch, which sends each batch's lines to their hour
+// folders, and recycle. The line each record becomes is raw_output_line.cpp's.
 #include <jsonlw/raw_output_writer.hpp>
 
-#include "raw_output_logprobs.hpp"
+#include "raw_output_state.hpp"
 
 #include <fmt/format.h>
 
@@ -12,12 +12,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <limits>
 #include <cstdlib>
 #include <exception>
-#include <list>
-#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -33,8 +29,6 @@ std::filesystem::path raw_output_dir_from_env()
 
 namespace {
 
-using Key = std::pair<std::uint64_t, std::uint32_t>;  // (request_id, output_index)
-
 WriterOptions writer_options(const RawOutputOptions& o)
 {
     WriterOptions w;
@@ -44,240 +38,13 @@ WriterOptions writer_options(const RawOutputOptions& o)
     return w;
 }
 
-bool produced(const RawOutputRecord& r) noexcept
-{
-    return !r.frames_text.empty() || !r.token_ids.empty();
-}
-
 // Logged at the first occurrence, then every 1000th (counts may jump by more than one).
 bool crosses_log_mark(std::uint64_t before, std::uint64_t after) noexcept
 {
     return before == 0 || before / 1000 != after / 1000;
 }
 
-TokenLogprob unknown_logprob(std::int32_t id) noexcept
-{
-    TokenLogprob t;
-    t.token_id = id;
-    t.logprob = std::numeric_limits<double>::quiet_NaN();
-    t.known = false;
-    return t;
-}
-
-void begin(RawOutputRecord& r, const OutputChunk& c, WallClock::time_point now) noexcept
-{
-    r.request_id = c.request_id;
-    r.output_index = c.output_index;
-    r.started_at = now;
-    r.streaming = c.streaming;
-}
-
-// Extends the logprob entries to `n` positions with "unknown" ones (never shortens: data
-// that arrived early for later positions stays).
-void pad_logprobs(RawOutputRecord& r, std::size_t n)
-{
-    r.logprobs.reserve(n);
-    for (std::size_t i = r.logprobs.size(); i < n; ++i)
-        r.logprobs.push_back(unknown_logprob(i < r.token_ids.size() ? r.token_ids[i] : 0));
-}
-
-void copy_first_gen(RawOutputRecord& r, const FirstGenLogitsView& f)
-{
-    r.first_gen_logits.emplace(FirstGenLogitsData{
-        std::string(f.dtype), f.vocab, std::vector<std::byte>(f.bytes.begin(), f.bytes.end()),
-        f.overflow_to_inf});
-}
-
-// What one chunk adds. May throw (allocation); the caller then drops the output.
-void add(RawOutputRecord& r, const OutputChunk& c)
-{
-    if (!c.text_diff.empty()) {
-        r.frames_text.append(c.text_diff);
-        r.frame_ends.push_back(r.frames_text.size());
-    }
-    const std::size_t base = r.token_ids.size();
-    r.token_ids.insert(r.token_ids.end(), c.token_ids_diff.begin(), c.token_ids_diff.end());
-    if (!c.logprobs_diff.empty() || c.token_data_follows || !r.logprobs.empty()) {
-        // Keep the logprob arrays aligned with token_ids: a gap becomes "unknown" entries;
-        // surplus entries of the chunk are ignored.
-        pad_logprobs(r, r.token_ids.size());
-        const std::size_t n = std::min(c.token_ids_diff.size(), c.logprobs_diff.size());
-        for (std::size_t i = 0; i < n; ++i) r.logprobs[base + i] = c.logprobs_diff[i];
-    }
-    if (c.first_gen_logits && !r.first_gen_logits) copy_first_gen(r, *c.first_gen_logits);
-    r.aborted = r.aborted || c.aborted;
-    if (c.disagg_request_id && !r.disagg_request_id) r.disagg_request_id = c.disagg_request_id;
-    // The engine's text so far must end with this diff and be as long as the frames: a cheap
-    // check per chunk that catches a second sequence taking over the output index.
-    if (c.text && !c.is_final &&
-        (c.text->size() != r.frames_text.size() || !c.text->ends_with(c.text_diff)))
-        r.frames_consistent = false;
-}
-
-// The record leaves the hook: its logprob entries become exactly one per token id (early
-// data past the last token is dropped). Returns the positions without per-token data.
-std::uint64_t settle_logprobs(RawOutputRecord& r) noexcept
-{
-    if (r.logprobs.empty()) return 0;
-    // add() keeps at least one entry per id once there is one (it pads before it returns).
-    if (r.logprobs.size() > r.token_ids.size()) r.logprobs.resize(r.token_ids.size());
-    return std::uint64_t(std::count_if(r.logprobs.begin(), r.logprobs.end(), detail::missing));
-}
-
-void finish(RawOutputRecord& r, const OutputChunk& c, WallClock::time_point now)
-{
-    r.finished_at = now;
-    if (c.text) {
-        r.frames_consistent = *c.text == r.frames_text;
-        if (!r.frames_consistent) r.reported_text.emplace(*c.text);
-    }
-}
-
 }  // namespace
-
-struct RawOutputWriter::State {
-    struct Pending {
-        RawOutputRecord rec;
-        std::list<Key>::iterator lru;
-    };
-
-    State(bool enabled_, std::size_t max_pending_)
-        : enabled(enabled_),
-          max_pending(std::max<std::size_t>(max_pending_, 1)),
-          file_name(fmt::format("raw-{}.jsonl", ::getpid())),
-          recording(enabled_)
-    {
-    }
-
-    const bool enabled;
-    const std::size_t max_pending;
-    const std::string file_name;
-    std::atomic<bool> recording;
-
-    mutable std::mutex mu;
-    bool closing = false;            // under mu: async_close() ran; no new output is kept
-    std::map<Key, Pending> outputs;  // ordered: a request's outputs are adjacent
-    std::list<Key> lru;              // front: the most recently updated output
-
-    std::atomic<std::uint64_t> finished{0}, partial{0}, evicted{0}, released_empty{0},
-        not_recorded{0}, hook_failures{0}, tokens_without_data{0}, token_data_orphaned{0},
-        chunks_after_close{0};
-
-    using Iter = std::map<Key, Pending>::iterator;
-
-    // One chunk, under the lock: updates the output's state; `evicted` gets the output that
-    // made room, `done` the finished one. False when recording stopped (disable() clears
-    // the map under the lock, and nothing may be added after that). On an exception the
-    // chunk's output is dropped (a half-updated output would write a wrong record) and
-    // `done` stays empty; `evicted` is kept.
-    bool take(const OutputChunk& c, WallClock::time_point now,
-              std::optional<RawOutputRecord>& evicted, std::optional<RawOutputRecord>& done)
-    {
-        if (!recording.load(std::memory_order_relaxed)) return false;
-        const Key key{c.request_id, c.output_index};
-        auto it = outputs.find(key);
-        // After close no output starts: it could never be written. (A final chunk still makes
-        // its one-chunk record below, which the closed queue refuses and counts as closed.)
-        if (it == outputs.end() && closing && !c.is_final) {
-            chunks_after_close.fetch_add(1, std::memory_order_relaxed);
-            return true;
-        }
-        if (it == outputs.end() && c.is_final) {
-            // A one-chunk output (non-streaming): never enters the map.
-            RawOutputRecord r;
-            begin(r, c, now);
-            add(r, c);
-            finish(r, c, now);
-            done.emplace(std::move(r));
-        } else {
-            if (it == outputs.end()) {
-                if (outputs.size() >= max_pending) {
-                    // The least recently updated output makes room (the list and the map
-                    // always hold the same keys).
-                    evicted = release(outputs.find(lru.back()), now);
-                    if (evicted) {
-                        evicted->end_reason = "evicted";
-                        this->evicted.fetch_add(1, std::memory_order_relaxed);
-                    }
-                }
-                it = insert(key);
-                begin(it->second.rec, c, now);
-            } else {
-                touch(it);
-            }
-            try {
-                add(it->second.rec, c);
-                if (c.is_final) finish(it->second.rec, c, now);
-            } catch (...) {
-                erase(it);
-                throw;
-            }
-            if (c.is_final) {
-                done.emplace(std::move(it->second.rec));
-                erase(it);
-            }
-        }
-        if (done) {
-            finished.fetch_add(1, std::memory_order_relaxed);
-            tokens_without_data.fetch_add(settle_logprobs(*done), std::memory_order_relaxed);
-        }
-        return true;
-    }
-
-    // Per-token data for an output in flight, under the lock. False: no such output. On an
-    // exception (allocation) the output is kept with the entries it had.
-    bool attach(const Key& key, std::size_t position, std::span<const TokenLogprob> data,
-                const std::optional<FirstGenLogitsView>& first_gen)
-    {
-        if (!recording.load(std::memory_order_relaxed)) return false;
-        auto it = outputs.find(key);
-        if (it == outputs.end()) return false;
-        touch(it);
-        RawOutputRecord& r = it->second.rec;
-        pad_logprobs(r, std::max(r.token_ids.size(), position + data.size()));
-        std::copy(data.begin(), data.end(), r.logprobs.begin() + std::ptrdiff_t(position));
-        if (first_gen && !r.first_gen_logits) copy_first_gen(r, *first_gen);
-        return true;
-    }
-
-    // Strong guarantee: on an exception nothing was added.
-    Iter insert(const Key& key)
-    {
-        lru.push_front(key);
-        try {
-            auto it = outputs.try_emplace(key).first;
-            it->second.lru = lru.begin();
-            return it;
-        } catch (...) {
-            lru.pop_front();
-            throw;
-        }
-    }
-    void touch(Iter it) noexcept { lru.splice(lru.begin(), lru, it->second.lru); }
-    Iter erase(Iter it) noexcept
-    {
-        lru.erase(it->second.lru);
-        return outputs.erase(it);
-    }
-
-    // Takes the output's state out of the map as a partial record (the caller sets its
-    // end_reason), or nothing when it produced nothing. Never throws: it only moves.
-    std::optional<RawOutputRecord> release(Iter it, WallClock::time_point now) noexcept
-    {
-        std::optional<RawOutputRecord> out;
-        if (produced(it->second.rec)) {
-            out.emplace(std::move(it->second.rec));
-            out->finished_at = now;
-            out->frames_consistent = false;  // no final text to check the frames against
-            partial.fetch_add(1, std::memory_order_relaxed);
-            tokens_without_data.fetch_add(settle_logprobs(*out), std::memory_order_relaxed);
-        } else {
-            released_empty.fetch_add(1, std::memory_order_relaxed);
-        }
-        erase(it);
-        return out;
-    }
-};
 
 RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts)
     : JsonlRecordWriter<RawOutputRecord>(std::move(ex), writer_options(opts)),
@@ -311,11 +78,11 @@ void RawOutputWriter::on_chunk(const OutputChunk& c) noexcept
 {
     State& s = *state_;
     if (!s.enabled) return;
-    std::optional<RawOutputRecord> evicted, done;
+    Outgoing evicted, done;
     bool taken = false;
     if (s.recording.load(std::memory_order_acquire)) {
         try {
-            const auto now = WallClock::now();
+            LazyNow now;
             std::lock_guard lock(s.mu);
             taken = s.take(c, now, evicted, done);
         } catch (const std::exception& e) {
@@ -341,7 +108,8 @@ void RawOutputWriter::on_token_data(std::uint64_t request_id, std::uint32_t outp
     if (s.recording.load(std::memory_order_acquire)) {
         try {
             std::lock_guard lock(s.mu);
-            attached = s.attach(Key{request_id, output_index}, position, data, first_gen);
+            attached =
+                s.attach(State::Key{request_id, output_index}, position, data, first_gen);
         } catch (const std::exception& e) {
             attached = true;  // the output stays, with the data it had
             hook_failed(0, e.what());
@@ -365,7 +133,7 @@ void RawOutputWriter::on_request_end(std::uint64_t request_id, std::string_view 
     try {
         const auto now = WallClock::now();
         std::lock_guard lock(s.mu);
-        auto it = s.outputs.lower_bound(Key{request_id, 0});
+        auto it = s.outputs.lower_bound(State::Key{request_id, 0});
         while (it != s.outputs.end() && it->first.first == request_id) {
             std::optional<RawOutputRecord> rec = s.release(it++, now);
             if (!rec) continue;
@@ -488,7 +256,8 @@ void RawOutputWriter::disable() noexcept
     std::uint64_t lost = 0;
     {
         std::lock_guard lock(s.mu);
-        for (const auto& [key, pending] : s.outputs) lost += produced(pending.rec) ? 1 : 0;
+        for (const auto& [key, pending] : s.outputs)
+            lost += State::produced(pending.rec) ? 1 : 0;
         s.outputs.clear();
         s.lru.clear();
     }
@@ -537,6 +306,11 @@ void RawOutputWriter::write_batch(std::span<const RawOutputRecord> batch)
     for (const auto& [h, group] : groups)
         this->append(path_for(group.front()->finished_at),
                      this->serialize_batch(std::span<const RawOutputRecord* const>(group)));
+}
+
+void RawOutputWriter::recycle(std::span<RawOutputRecord> records) noexcept
+{
+    for (RawOutputRecord& r : records) state_->shells.put(r);
 }
 
 }  // namespace jsonlw

@@ -130,6 +130,8 @@ protected:
     // Groups the batch by the hour of finished_at: one append per hour folder.
     void write_batch(std::span<const RawOutputRecord> batch) override;
     std::size_t record_bytes(const RawOutputRecord& rec) const noexcept override;
+    // Hands the written records' buffers back to the hook for new outputs (RecordShells).
+    void recycle(std::span<RawOutputRecord> records) noexcept override;
     // The directory could not be created: the hook stops keeping state.
     void on_disabled() override;
     // Close writes the outputs still in flight as partial, end_reason "shutdown".
