@@ -4,16 +4,17 @@
 // arrive on it (Poisson), are traced (a request line whose credentials get redacted), and the
 // tokens come back to it as snapshot batches, one post per decode step, which become
 // raw-output chunks; a finished request gets its response line and its perf-metrics record.
-// The *engine* is a thread running the decode loop: it admits up to --concurrency requests,
-// builds each step's seeded synthetic logits, samples a token per row, sends the step's tokens
-// to the server (the engine owns them: every token reaches the raw-output hook whatever the
-// stage does), and hands the step to the snapshot stage (CUDA when a GPU is present, else the
-// CPU), whose per-token data follows on its own (a step it dropped leaves those positions
-// null, counted), never waiting on the server beyond --stage-wait-ms.
+// The *engine* (demo_engine.hpp) is a thread running the decode loop: it admits up to
+// --concurrency requests, builds each step's seeded synthetic logits, samples a token per
+// row, sends the step's tokens to the server (the engine owns them: every token reaches the
+// raw-output hook whatever the stage does), and hands the step to the snapshot stage (CUDA
+// when a GPU is present, else the CPU), whose per-token data follows on its own (a step it
+// dropped leaves those positions null, counted), never waiting on the server beyond
+// --stage-wait-ms.
 //
 // At the end it checks, per writer, that every record it should have received (per request
 // one request line, one response line, one perf record, one raw output) was written or
-// dropped with a counted reason (demo_accounting.hpp).
+// dropped with a counted reason (demo_accounting.hpp), and prints it (demo_summary.hpp).
 //
 // For shippers (docs/shipping.md): --envelope numbers every line per writer and writes
 // writers.json after close; --rotate-bytes/--rotate-interval-ms rotate the perf-metrics file;
@@ -21,14 +22,15 @@
 // mock cluster and reads it back.
 #include "commands.hpp"
 #include "demo_accounting.hpp"
+#include "demo_engine.hpp"
 #include "demo_kafka.hpp"
 #include "demo_options.hpp"
+#include "demo_summary.hpp"
 #include "progress.hpp"
 #include "slow_disk.hpp"
 #include "thread_stats.hpp"
 
 #include <jsonlw/file_io.hpp>
-#include <jsonlw/json_line.hpp>
 #include <jsonlw/perf_metrics_writer.hpp>
 #include <jsonlw/raw_output_snapshot.hpp>
 #include <jsonlw/raw_output_writer.hpp>
@@ -44,21 +46,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cmath>
-#include <condition_variable>
-#include <cstring>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <iterator>
-#include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -74,7 +68,7 @@ namespace {
 
 namespace snap = jsonlw::snapshot;
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
+using Clock = DemoClock;
 
 double steady_seconds(Clock::time_point t)
 {
@@ -107,28 +101,6 @@ struct ServerRequest {
     std::string sse;               // the response body as the client saw it
 };
 
-// One generated token as the engine sends it to the server (before the stage sees the step).
-struct StepToken {
-    std::uint64_t request_id = 0;
-    std::uint32_t step = 0;
-    std::int32_t token = 0;
-};
-
-// A decode step's tokens, posted to the loop once per step.
-struct EngineStep {
-    Clock::time_point produced{};
-    std::vector<StepToken> tokens;
-};
-
-// What the engine knows about a request.
-struct EngineRequest {
-    std::uint64_t id = 0;
-    std::uint32_t max_tokens = 0;
-    std::uint32_t step = 0;
-    std::uint32_t topic = 0;
-    std::int32_t prev = 0;
-};
-
 // The three writers' folders under --out, in the order of the summary's rows (writers.json
 // and the Kafka topics use them as the kind's name).
 constexpr auto& kinds = demo_kinds;
@@ -143,24 +115,19 @@ public:
           trace_(loop_.get_executor(), trace_options(o, file_io("request_trace"))),
           perf_(loop_.get_executor(), o.out / "perf_metrics", "server",
                 perf_options(o, file_io("perf_metrics"))),
+          config_(stage_config(o)),
+          stage_(snap::SnapshotStage::create(
+              config_, o.backend,
+              snap::post_batches(loop_.get_executor(),
+                                 [this](snap::SnapshotBatch&& b) { on_batch(std::move(b)); }))),
           arrival_timer_(loop_),
-          server_rng_(o.seed ^ 0x5eedu)
+          server_rng_(o.seed ^ 0x5eedu),
+          engine_(o_, *stage_, loop_.get_executor(),
+                  EngineEvents{
+                      [this](std::uint64_t id, Clock::time_point at) { on_scheduled(id, at); },
+                      [this](const EngineStep& st) { on_step(st); },
+                      [this](std::uint64_t id, std::uint64_t last) { on_finished(id, last); }})
     {
-        snap::SnapshotConfig sc;
-        sc.k = o.top_k;
-        sc.max_rows = int(o.concurrency);
-        sc.max_vocab = int(o.vocab);
-        sc.first_gen = snap::FirstGenMode::Float16Compat;
-        sc.max_first_gen_rows_per_step = 8;
-        sc.ring_slots = o.ring_slots;
-        sc.slot_wait = std::chrono::milliseconds(o.stage_wait_ms);
-        sc.cpu_threads = o.stage_threads;
-        sc.cpu_worker_nice = o.stage_nice;
-        config_ = sc;
-        stage_ = snap::SnapshotStage::create(
-            sc, o.backend,
-            snap::post_batches(loop_.get_executor(),
-                               [this](snap::SnapshotBatch&& b) { on_batch(std::move(b)); }));
     }
 
     int run(const ProgressOptions& progress_options)
@@ -177,7 +144,7 @@ public:
         pthread_setname_np(pthread_self(), "demo-loop");
         std::thread engine([this] {
             pthread_setname_np(pthread_self(), "demo-engine");
-            engine_loop();
+            engine_.run();
             // Taken here, after the last request was answered (that stops the engine), while
             // this thread is still there to be counted.
             if (o_.thread_stats) thread_stats_ = read_thread_stats();
@@ -215,6 +182,21 @@ private:
         if (o_.slow_disk_us)
             io = std::make_shared<SlowDisk>(std::move(io), std::chrono::microseconds(o_.slow_disk_us));
         return io;
+    }
+
+    static snap::SnapshotConfig stage_config(const DemoOptions& o)
+    {
+        snap::SnapshotConfig sc;
+        sc.k = o.top_k;
+        sc.max_rows = int(o.concurrency);
+        sc.max_vocab = int(o.vocab);
+        sc.first_gen = snap::FirstGenMode::Float16Compat;
+        sc.max_first_gen_rows_per_step = 8;
+        sc.ring_slots = o.ring_slots;
+        sc.slot_wait = std::chrono::milliseconds(o.stage_wait_ms);
+        sc.cpu_threads = o.stage_threads;
+        sc.cpu_worker_nice = o.stage_nice;
+        return sc;
     }
 
     static RawOutputOptions raw_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
@@ -289,12 +271,8 @@ private:
             id, r.max_tokens, o_.top_k);
         trace_.record_request(std::move(req));
         r.enqueued = Clock::now();  // handed to the engine: the end of preprocessing
-        {
-            std::lock_guard lock(admission_mutex_);
-            admission_.push_back(EngineRequest{id, r.max_tokens, 0, std::uint32_t(id % topics),
-                                               std::int32_t(id % o_.vocab)});
-        }
-        admission_cv_.notify_one();
+        engine_.admit(EngineRequest{id, r.max_tokens, 0, std::uint32_t(id % DemoEngine::topics),
+                                    std::int32_t(id % o_.vocab)});
     }
 
     void on_scheduled(std::uint64_t id, Clock::time_point at)
@@ -364,11 +342,7 @@ private:
         }
         if (finished_ == o_.requests) {
             arrival_timer_.cancel();
-            {
-                std::lock_guard lock(admission_mutex_);
-                engine_stop_ = true;
-            }
-            admission_cv_.notify_one();
+            engine_.stop();
             loop_.stop();  // the writers' drains keep the loop busy; run() returns here
         }
     }
@@ -421,210 +395,20 @@ private:
         progress_->advance(1);
     }
 
-    // --- the engine (its own thread) ----------------------------------------------------
-    static constexpr std::uint32_t topics = 8;
-
-    void engine_loop()
-    {
-        const int V = int(o_.vocab);
-        const int usable = std::max(1, V - 16);
-        const std::size_t width = snap::itemsize(o_.dtype);
-        // Per-topic base logits: normal(0, 2), the last 16 ids masked to -inf (vocab padding),
-        // stored in the engine's dtype; each step copies the rows and boosts one token.
-        std::mt19937_64 rng(o_.seed);
-        std::normal_distribution<float> normal(0.f, 2.f);
-        std::vector<std::vector<std::byte>> base(topics, std::vector<std::byte>(std::size_t(V) * width));
-        for (auto& row : base)
-            for (int i = 0; i < V; ++i)
-                store(row.data(), i, i < usable ? normal(rng) : -std::numeric_limits<float>::infinity());
-        std::vector<EngineRequest> active;
-        std::vector<std::byte> logits;
-        std::vector<std::int32_t> sampled;
-        std::vector<snap::RowMeta> meta;
-        std::uniform_real_distribution<double> unit(0, 1);
-        std::uint64_t enqueued = 0;
-        const auto forward_pass = std::chrono::microseconds(o_.step_us);
-        auto next_step = Clock::now();
-        for (;;) {
-            {
-                std::unique_lock lock(admission_mutex_);
-                if (active.empty()) {
-                    admission_cv_.wait(lock, [&] { return engine_stop_ || !admission_.empty(); });
-                    next_step = Clock::now();
-                }
-                if (engine_stop_ && active.empty()) return;
-                const auto now = Clock::now();
-                while (!admission_.empty() && active.size() < o_.concurrency) {
-                    active.push_back(admission_.front());
-                    admission_.pop_front();
-                    asio::post(loop_, [this, id = active.back().id, now] { on_scheduled(id, now); });
-                }
-            }
-            // The model's forward pass: the engine thread is busy this long per step.
-            next_step += forward_pass;
-            std::this_thread::sleep_until(next_step);
-            if (Clock::now() > next_step + forward_pass) next_step = Clock::now();  // fell behind
-            const int rows = int(active.size());
-            EngineStep step;
-            step.tokens.reserve(std::size_t(rows));
-            logits.resize(std::size_t(rows) * std::size_t(V) * width);
-            sampled.resize(std::size_t(rows));
-            meta.resize(std::size_t(rows));
-            for (int r = 0; r < rows; ++r) {
-                EngineRequest& q = active[std::size_t(r)];
-                std::byte* row = logits.data() + std::size_t(r) * std::size_t(V) * width;
-                std::copy(base[q.topic].begin(), base[q.topic].end(), row);
-                // The "model" strongly prefers one continuation; the sampler mostly takes it.
-                const auto intended = std::int32_t(
-                    (std::uint64_t(std::uint32_t(q.prev)) * 2654435761u + q.step) % std::uint64_t(usable));
-                store(row, intended, snap::load_logit(row, o_.dtype, intended) + 9.f);
-                sampled[std::size_t(r)] = unit(rng) < 0.85 ? intended
-                                                           : std::int32_t(rng() % std::uint64_t(usable));
-                const bool first_gen = q.step == 0 && o_.first_gen_every != 0 &&
-                                       q.id % o_.first_gen_every == 0;
-                meta[std::size_t(r)] =
-                    snap::RowMeta{q.id, 0, q.step, std::uint8_t(first_gen ? snap::RowMeta::first_gen : 0)};
-                step.tokens.push_back(StepToken{q.id, q.step, sampled[std::size_t(r)]});
-            }
-            // The tokens go to the server first: they are the engine's, and the stage's
-            // results for them (posted by the sink during capture() on the CPU backend, later
-            // on CUDA) then always find the output they belong to.
-            step.produced = Clock::now();
-            asio::post(loop_, [this, st = std::move(step)] { on_step(st); });
-            const snap::LogitsView view{logits.data(), o_.dtype, rows, V, V, -1};
-            if (stage_->capture(view, sampled.data(), meta) == snap::CaptureResult::Enqueued)
-                ++enqueued;
-            steps_.fetch_add(1, std::memory_order_relaxed);
-            // Advance; finished requests leave the batch and tell the server.
-            for (int r = 0; r < rows; ++r) {
-                EngineRequest& q = active[std::size_t(r)];
-                q.prev = sampled[std::size_t(r)];
-                if (++q.step == q.max_tokens)
-                    asio::post(loop_, [this, id = q.id, enqueued] { on_finished(id, enqueued); });
-            }
-            std::erase_if(active, [](const EngineRequest& q) { return q.step == q.max_tokens; });
-        }
-    }
-
-    // Element i of a row in the engine's dtype (bf16 and fp16 rounded to nearest even).
-    void store(std::byte* row, int i, float x) const noexcept
-    {
-        if (o_.dtype == snap::LogitDType::F32) {
-            std::memcpy(row + std::size_t(i) * 4, &x, 4);
-            return;
-        }
-        std::uint16_t h;
-        if (o_.dtype == snap::LogitDType::F16) {
-            h = snap::f32_to_f16_rne(x, nullptr);
-        } else {
-            std::uint32_t u;
-            std::memcpy(&u, &x, 4);
-            h = std::uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // finite inputs only
-            if (std::isinf(x)) h = std::uint16_t(u >> 16);
-        }
-        std::memcpy(row + std::size_t(i) * 2, &h, 2);
-    }
-
-    // Exit status: 0 every record written; 3 every record accounted for, some dropped (or
-    // unknown) with a counted reason; 1 records unaccounted for, or a Kafka topic short.
     int summarize(double seconds, const CloseReport (&reports)[3])
     {
-        std::printf("jsonlw demo: %llu requests, %llu decode steps in %.2f s "
-                    "(snapshot backend %s, %s logits, vocab %u, concurrency %zu, seed %llu)\n",
-                    (unsigned long long)finished_, (unsigned long long)steps_.load(), seconds,
-                    snap::to_string(stage_->backend()), snap::dtype_name(o_.dtype), unsigned(o_.vocab),
-                    o_.concurrency,
-                    (unsigned long long)o_.seed);
-        const RawOutputCounters rc = raw_.counters();
-        const WriterAccount accounts[] = {
-            {"raw output", o_.requests, reports[0].stats, reports[0].drained,
-             rc.hook_failures + rc.not_recorded + rc.released_empty},
-            {"request trace", 2 * o_.requests, reports[1].stats, reports[1].drained, 0},
-            {"perf metrics", o_.requests, reports[2].stats, reports[2].drained, 0},
-        };
-        const AccountingVerdict v = print_accounting(stdout, accounts, seconds);
-        bool lost = v.unaccounted != 0;
-        const snap::SnapshotStats st = stage_->stats();
-        std::printf("\nsnapshot stage (%s): %llu steps, %llu captured (%llu rows), %llu dropped "
-                    "(%.2f %%, %llu rows); %llu waited for a slot (%.1f ms in all, %llu still "
-                    "dropped); %llu first-gen rows (%llu dropped)\n",
-                    snap::to_string(st.backend), (unsigned long long)steps_.load(),
-                    (unsigned long long)st.captured_steps, (unsigned long long)st.captured_rows,
-                    (unsigned long long)st.dropped_steps,
-                    steps_.load() ? 100.0 * double(st.dropped_steps) / double(steps_.load()) : 0.0,
-                    (unsigned long long)st.dropped_rows, (unsigned long long)st.slot_waits,
-                    double(st.slot_wait_us) / 1e3, (unsigned long long)st.slot_wait_timeouts,
-                    (unsigned long long)st.first_gen_rows, (unsigned long long)st.first_gen_dropped);
-        std::printf("per-token data: %llu token positions written without it (null, counted in "
-                    "logprobs_missing), %llu rows of results that found no output\n",
-                    (unsigned long long)rc.tokens_without_data,
-                    (unsigned long long)rc.token_data_orphaned);
-        if (!o_.summary_json.empty()) {
-            const StageAccount sa{steps_.load(), st.captured_steps, st.dropped_steps, st.dropped_rows,
-                                  st.slot_waits, st.slot_wait_timeouts, st.slot_wait_us,
-                                  rc.tokens_without_data, rc.token_data_orphaned};
-            if (!write_summary_json(o_.summary_json, seconds, finished_, accounts, sa)) {
-                std::fprintf(stderr, "jsonlw demo: cannot write %s\n", o_.summary_json.c_str());
-                lost = true;
-            }
-        }
-        if (o_.thread_stats) {
-            std::printf("\nthreads (Linux /proc schedstat and status, when the engine stopped):\n");
-            print_thread_stats(stdout, thread_stats_);
-        }
-        if (kafka_ && !kafka_->summarize(o_.out)) lost = true;
-        if (o_.envelope && !write_writers_json(reports)) lost = true;
-        std::printf("\nfiles under %s:\n", o_.out.c_str());
-        std::vector<std::filesystem::path> files;
-        for (const auto& e : std::filesystem::recursive_directory_iterator(o_.out))
-            if (e.is_regular_file()) files.push_back(e.path());
-        std::sort(files.begin(), files.end());
-        for (const auto& f : files)
-            std::printf("  %s (%s)\n", f.lexically_relative(o_.out).c_str(),
-                        format_bytes(double(std::filesystem::file_size(f))).c_str());
-        std::fflush(stdout);
-        if (lost) return 1;
-        return v.dropped != 0 || v.unknown != 0 || !v.drained ? 3 : 0;
-    }
-
-    // With --envelope: <out>/writers.json, what each writer says it wrote and dropped, so
-    // that a loader of the collected files can check per writer that
-    // max(seq) + 1 - count(*) == seq_gaps (a gap: lines lost after the writer).
-    bool write_writers_json(const CloseReport (&reports)[3]) const
-    {
-        const std::string* ids[] = {&raw_.writer_id(), &trace_.writer_id(), &perf_.writer_id()};
-        LineBuffer buf;
-        JsonLine j(buf);
-        j.begin_array();
-        for (std::size_t i = 0; i < 3; ++i) {
-            const WriterStats& s = reports[i].stats;
-            j.begin_object()
-                .field("kind", kinds[i])
-                .field("writer", *ids[i])
-                .field("submitted", s.submitted)
-                .field("written", s.written)
-                .field("seq_gaps", s.dropped.seq_gaps())
-                .field("unknown", s.unknown);
-            // The single-file layout's files, relative to --out (the hour-folder writers
-            // have no such list).
-            if (std::string_view(kinds[i]) == "perf_metrics") {
-                j.key("files").begin_array();
-                for (const auto& f : perf_.files()) j.string(f.lexically_relative(o_.out).string());
-                j.end_array();
-            }
-            j.end_object();
-        }
-        j.end_array();
-        buf.push_back('\n');
-        const auto path = o_.out / "writers.json";
-        std::ofstream f(path, std::ios::binary | std::ios::trunc);
-        f.write(buf.data(), std::streamsize(buf.size()));
-        f.close();
-        if (!f) {
-            std::fprintf(stderr, "jsonlw demo: cannot write %s\n", path.c_str());
-            return false;
-        }
-        return true;
+        DemoOutcome r;
+        r.seconds = seconds;
+        r.finished = finished_;
+        r.steps = engine_.steps();
+        r.backend = stage_->backend();
+        r.stage = stage_->stats();
+        r.raw = raw_.counters();
+        for (std::size_t i = 0; i < 3; ++i) r.reports[i] = reports[i];
+        r.writer_ids = {raw_.writer_id(), trace_.writer_id(), perf_.writer_id()};
+        r.perf_files = perf_.files();
+        r.thread_stats = std::move(thread_stats_);
+        return tools::summarize(o_, r, kafka_.get());
     }
 
     DemoOptions o_;
@@ -648,12 +432,7 @@ private:
     std::string text_;  // one token's text, reused
     std::vector<ThreadStat> thread_stats_;
 
-    // the engine side
-    std::mutex admission_mutex_;
-    std::condition_variable admission_cv_;
-    std::deque<EngineRequest> admission_;
-    bool engine_stop_ = false;  // under admission_mutex_
-    std::atomic<std::uint64_t> steps_{0};
+    DemoEngine engine_;  // its thread runs in run()
 };
 
 }  // namespace
