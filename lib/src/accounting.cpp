@@ -150,16 +150,19 @@ void WriterCore::Impl::log_unexpected(Stage stage, std::string_view what) noexce
 void WriterCore::Impl::log_queue_drops() noexcept
 {
     const std::uint64_t now = queue_full.load(std::memory_order_acquire);
-    while (queue_full_logged < now) {
-        const std::uint64_t next =
-            queue_full_logged == 0 ? 1 : (queue_full_logged / 1000 + 1) * 1000;
+    std::uint64_t logged = queue_full_logged.load(std::memory_order_acquire);
+    while (logged < now) {
+        const std::uint64_t next = logged == 0 ? 1 : (logged / 1000 + 1) * 1000;
         if (next > now) {
-            queue_full_logged = now;
-            break;
+            // No mark between: remember the count (a failed exchange re-reads and retries).
+            if (queue_full_logged.compare_exchange_weak(logged, now, std::memory_order_acq_rel))
+                break;
+            continue;
         }
-        log(LogLevel::warning,
-            fmt::format("Dropped {} {} records", next, self.opts_.subject));
-        queue_full_logged = next;
+        if (queue_full_logged.compare_exchange_weak(logged, next, std::memory_order_acq_rel)) {
+            log(LogLevel::warning, fmt::format("Dropped {} {} records", next, self.opts_.subject));
+            logged = next;
+        }
     }
 }
 
@@ -194,7 +197,20 @@ WriterStats WriterCore::stats() const noexcept
 
 void WriterCore::count_queue_full() noexcept
 {
-    impl_->queue_full.fetch_add(1, std::memory_order_acq_rel);
+    const std::uint64_t n = impl_->queue_full.fetch_add(1, std::memory_order_acq_rel) + 1;
+    // A drop that reaches a log mark (1, then every 1000th) has the warning logged on the
+    // strand: the I/O thread logs marks too, after each step, but a full queue often means
+    // it is stuck in a write. One post per 1000 drops; the producer never formats or logs.
+    if (n == 1 || n % 1000 == 0) [[unlikely]] {
+        try {
+            asio::post(impl_->strand, [core = shared_from_this()] {
+                Impl& d = *core->impl_;
+                if (Impl::Guard g{d}) d.log_queue_drops();  // not once the writer is gone
+            });
+        } catch (...) {
+            // Out of memory: the I/O thread still logs the mark after its next step.
+        }
+    }
 }
 std::uint64_t WriterCore::queue_full_count() const noexcept
 {

@@ -155,7 +155,7 @@ struct WriterCore::Impl {
     void on_malformed(std::string_view what) noexcept;
     void on_unexpected(Stage stage, std::string_view what) noexcept;
     void log_unexpected(Stage stage, std::string_view what) noexcept;
-    void log_queue_drops() noexcept;
+    void log_queue_drops() noexcept;  // any thread (the I/O thread, the strand)
 
     // --- rotation.cpp (I/O thread; set up by start()) ---
     struct MainFile {
@@ -222,10 +222,15 @@ struct WriterCore::Impl {
     // Free slots that wake Overflow::block producers (a quarter of the queue, at least 1).
     const std::size_t space_wake_free = std::max<std::size_t>(1, self.opts_.queue_capacity / 4);
     Tally tally;
-    std::uint64_t queue_full_logged = 0, malformed_seen = 0, unexpected_serialize = 0;
+    std::uint64_t malformed_seen = 0, unexpected_serialize = 0;
     std::uint64_t unexpected_write = 0, write_failures = 0, sync_failures = 0;
     bool unsynced = false;
     clock::time_point last_sync{};
+
+    // The last queue-full count logged ("Dropped N <subject> records" at 1 and every 1000th):
+    // claimed by compare-exchange, so the I/O thread and the strand (nudged by the submit
+    // that reaches a mark, in case the I/O thread is stuck in a write) log each mark once.
+    std::atomic<std::uint64_t> queue_full_logged{0};
 
     // Batch hand-over between the I/O thread and close.
     std::atomic_flag consumer_lock = ATOMIC_FLAG_INIT;

@@ -136,6 +136,41 @@ TEST_CASE("a full queue drops the newest, counts every drop and logs the first d
     CHECK(drop_warnings(logs) == std::vector<long>{1, 1000, 2000});
 }
 
+TEST_CASE("a full queue is logged at its marks while the I/O thread is still stuck in a write",
+          "[integration][overflow][logs]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.queue_capacity = 16;
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    ReleaseOnExit release(seam);
+    w.start();
+    loop.start();
+
+    stall_drain(w, *seam);
+    const int first_refused = fill_until_refused(w);
+    int refused = 1;
+    for (int i = 1; i <= 1998; ++i) refused += w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full;
+    CHECK(refused == 1999);
+    // The drops passed the marks 1 and 1000: both warnings come from the strand, the I/O
+    // thread still holding its first append.
+    CHECK(wait_until([&] { return drop_warnings(logs).size() == 2; }));
+    CHECK(seam->writev_count() == 1);
+    INFO(logs.dump());
+    CHECK(drop_warnings(logs) == std::vector<long>{1, 1000});
+
+    seam->release();
+    flush(w);
+    const auto s = w.stats();
+    CHECK(s.dropped.queue_full == 1999);
+    CHECK(invariant_holds(s));
+    CHECK(drop_warnings(logs) == std::vector<long>{1, 1000});  // each mark once
+}
+
 TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and the newest records are written", "[integration][overflow][5c]")
 {
     TempDir dir;

@@ -602,3 +602,41 @@ TEST_CASE("An open that keeps failing with EEXIST is given up after three retrie
     CHECK(invariant_holds(report.stats));
     CHECK(logs.count(jsonlw::LogLevel::warning, "Failed to write request trace JSONL") == 1);
 }
+
+TEST_CASE("A full queue and a close that outlives its timeout are logged in TensorRT-LLM's "
+          "words",
+          "[request_trace][durable][logs]")
+{
+    TempDir dir;
+    LogCapture logs;
+    auto seam = std::make_shared<SeamFileIo>();
+    IoRunner io;
+    jsonlw::RequestTraceOptions o;
+    o.directory = dir.path() / "traces";
+    o.durable = true;
+    o.log = logs.sink();
+    o.file_io = seam;
+    o.queue_capacity = 8;
+    o.shutdown_timeout = std::chrono::milliseconds(300);
+    jsonlw::RequestTraceWriter w(io.executor(), o);
+    ReleaseOnExit release(seam);
+    seam->hold_writev();
+    w.start();
+    io.start();
+    w.record_request(request("tr_first", t14));
+    REQUIRE(seam->wait_writev_held());  // the I/O thread is stuck in its first append
+    for (int i = 0; i < 8 + 1000; ++i) w.record_request(request("tr_" + std::to_string(i), t14));
+    const auto report = close(w);
+    CHECK_FALSE(report.drained);
+    CHECK(report.stats.dropped.queue_full == 1000);
+    CHECK(report.stats.dropped.shutdown == 8);
+    CHECK(report.stats.unknown == 1);
+    CHECK(invariant_holds(report.stats));
+    CHECK(logs.count(jsonlw::LogLevel::warning,
+                     "Dropped 1 request trace records: the writer queue is full") == 1);
+    CHECK(logs.count(jsonlw::LogLevel::warning,
+                     "Dropped 1000 request trace records: the writer queue is full") == 1);
+    CHECK(logs.count(jsonlw::LogLevel::warning,
+                     "Timed out flushing request traces; dropping remaining records") == 1);
+    CHECK(logs.count(jsonlw::LogLevel::warning, "request trace JSONL") == 0);
+}
