@@ -1,6 +1,7 @@
 """jsonlw.trtllm.PerfMetricsJsonlWriter: TensorRT-LLM's PerfMetricsJsonlWriter surface (§1.1),
 the §2.3 rules applied in C++, and the §2.4 golden lines byte for byte."""
 
+import asyncio
 import copy
 import json
 import logging
@@ -296,6 +297,28 @@ async def test_a_second_start_changes_nothing(out_dir):
     await w.start()
     assert w.file_path == path
     await w.close()
+
+
+async def test_start_creates_missing_parents_and_accepts_an_existing_directory(tmp_path):
+    nested = tmp_path / "a" / "b" / "c"
+    w = PerfMetricsJsonlWriter(str(nested), "server")
+    await w.start()
+    w.submit(simple_record("1"))
+    await w.close()
+    (tmp_path / "existing").mkdir()
+    w2 = PerfMetricsJsonlWriter(str(tmp_path / "existing"), "server")
+    await w2.start()
+    w2.submit(simple_record("2"))
+    await w2.close()
+    assert [r["request_id"] for r in read_records(nested)] == [1]
+    assert [r["request_id"] for r in read_records(tmp_path / "existing")] == [2]
+
+
+async def test_closing_a_writer_never_started_returns_at_once_and_writes_nothing(out_dir):
+    w = PerfMetricsJsonlWriter(str(out_dir), "server")
+    report = await asyncio.wait_for(w.close(), 5)
+    assert report["stats"]["submitted"] == 0 and report["drained"] is True
+    assert not out_dir.exists() or not jsonl_files(out_dir)
 
 
 async def test_a_writer_without_an_output_directory_does_nothing(tmp_path):

@@ -1,0 +1,167 @@
+"""A disk that stops returning, for each drop-in (reference §1.0: close() gives up after its
+5 s shutdown timeout with "Timed out flushing ...; dropping remaining records", and a full
+queue warns at the 1st and every 1000th drop). The fault is real: where the writer's file
+goes there is a FIFO that is already full, so the writer's first append blocks in the kernel
+until the test drains it. jsonlw counts every record at the timeout — queued ones as
+`shutdown`, the batch stuck in the append as `unknown` — where TensorRT-LLM's perf and basic
+trace writers lose them uncounted — and the event loop keeps running throughout."""
+
+import asyncio
+import logging
+import os
+import threading
+import time
+import types
+
+import pytest
+
+from conftest import simple_record
+from jsonlw import SubmitResult
+from jsonlw.trtllm import PerfMetricsJsonlWriter, RawOutputDump, RequestTraceWriter
+
+RECORDS = 2100  # past the queue (1024) and one batch, by more than 1000
+QUEUE = 1024
+
+
+class StuckDisk:
+    """A full FIFO at `path`: opening it works, writing to it blocks until release()."""
+
+    def __init__(self, path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkfifo(path)
+        self._fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)  # also the reader: opens never block
+        for size in (65536, 1):
+            try:
+                while True:
+                    os.write(self._fd, b"x" * size)
+            except BlockingIOError:
+                pass
+
+    def release(self):
+        """Drains the FIFO from now on, so the blocked append returns (a daemon thread)."""
+        os.set_blocking(self._fd, True)
+
+        def drain():
+            while True:
+                try:
+                    os.read(self._fd, 1 << 20)
+                except OSError:
+                    return
+
+        threading.Thread(target=drain, daemon=True).start()
+
+
+def hour_folders(root):
+    """The UTC hour folder a record made now goes to, and the next one (a test that runs
+    across the hour puts later records there)."""
+    now = time.time()
+    return [os.path.join(str(root), time.strftime("%Y-%m-%dT%H", time.gmtime(t)))
+            for t in (now, now + 3600)]
+
+
+async def close_while_ticking(writer):
+    """Closes `writer` while a 10 ms ticker runs on the loop: (report, seconds, ticks)."""
+    ticks = 0
+    done = False
+
+    async def ticker():
+        nonlocal ticks
+        while not done:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    t = asyncio.ensure_future(ticker())
+    t0 = time.monotonic()
+    report = await writer.close()
+    seconds = time.monotonic() - t0
+    done = True
+    await t
+    return report, seconds, ticks
+
+
+def warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def check_timed_out(report, seconds, ticks, batch):
+    assert 4.9 <= seconds <= 7.0, seconds  # the 5 s shutdown timeout, once
+    assert ticks >= 200, ticks             # the loop ran all along (500 ticks in 5 s)
+    assert report["drained"] is False
+    s = report["stats"]
+    assert s["submitted"] == RECORDS
+    assert s["written"] == 0 and s["pending"] == 0
+    assert s["dropped"]["shutdown"] == QUEUE  # the queued records, counted
+    assert 1 <= s["unknown"] <= batch          # the batch stuck in the append
+    assert s["dropped"]["queue_full"] + s["unknown"] == RECORDS - QUEUE
+    assert s["submitted"] == s["written"] + sum(s["dropped"].values()) + s["unknown"] + s["pending"]
+    return s
+
+
+async def test_perf_metrics_close_gives_up_after_its_timeout_on_a_disk_that_stopped(
+        out_dir, caplog):
+    caplog.set_level(logging.WARNING, logger="jsonlw")
+    w = PerfMetricsJsonlWriter(str(out_dir), "server")
+    await w.start()
+    disk = StuckDisk(w.file_path)
+    try:
+        results = [w.submit(simple_record(str(i))) for i in range(RECORDS)]
+        report, seconds, ticks = await close_while_ticking(w)
+        s = check_timed_out(report, seconds, ticks, batch=64)
+        assert results.count(SubmitResult.dropped_queue_full) == s["dropped"]["queue_full"]
+        assert w.dropped_records == RECORDS - s["unknown"]
+        msgs = warnings(caplog)
+        assert msgs.count("Dropped 1 performance metrics records") == 1
+        assert msgs.count("Dropped 1000 performance metrics records") == 1
+        assert msgs.count(
+            "Timed out flushing performance metrics JSONL; dropping remaining records") == 1
+    finally:
+        disk.release()
+
+
+async def test_raw_output_close_gives_up_after_its_timeout_on_a_disk_that_stopped(
+        out_dir, caplog):
+    caplog.set_level(logging.WARNING, logger="jsonlw")
+    h = RawOutputDump(str(out_dir))
+    assert await h.flush() is True  # started: its directory exists
+    disks = [StuckDisk(os.path.join(d, f"raw-{os.getpid()}.jsonl")) for d in hour_folders(out_dir)]
+    try:
+        for i in range(RECORDS):  # one-chunk outputs: a record each
+            verdict = h(types.SimpleNamespace(
+                request_id=i, output_index=0, text_diff="hi", text=None, token_ids_diff=[7],
+                is_final=True, aborted=False, streaming=False, disagg_request_id=None))
+            assert verdict.text == "hi"
+        report, seconds, ticks = await close_while_ticking(h)
+        s = check_timed_out(report, seconds, ticks, batch=64)
+        assert h.counters()["finished"] == RECORDS
+        assert h.dropped == RECORDS - s["unknown"]
+        msgs = warnings(caplog)
+        assert msgs.count("Dropped 1 raw output records") == 1
+        assert msgs.count("Dropped 1000 raw output records") == 1
+        assert msgs.count("Timed out flushing raw output JSONL; dropping remaining records") == 1
+    finally:
+        for d in disks:
+            d.release()
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["basic", "durable"])
+async def test_request_trace_close_gives_up_after_its_timeout_on_a_disk_that_stopped(
+        out_dir, caplog, durable):
+    caplog.set_level(logging.WARNING, logger="jsonlw")
+    w = RequestTraceWriter(str(out_dir), durable=durable)
+    await w.start()
+    disks = [StuckDisk(os.path.join(d, f"requests-{os.getpid()}.jsonl"))
+             for d in hour_folders(out_dir)]
+    try:
+        for i in range(RECORDS):
+            assert w.record_request(route="/v1/completions", body=b'{"prompt":"hi"}').startswith("tr_")
+        report, seconds, ticks = await close_while_ticking(w)
+        check_timed_out(report, seconds, ticks, batch=32)
+        msgs = warnings(caplog)
+        full = ": the writer queue is full" if durable else ""  # durable: TensorRT-LLM's wording
+        assert msgs.count(f"Dropped 1 request trace records{full}") == 1
+        assert msgs.count(f"Dropped 1000 request trace records{full}") == 1
+        assert msgs.count("Timed out flushing request traces; dropping remaining records") == 1
+        assert not [m for m in msgs if "request trace JSONL" in m]
+    finally:
+        for d in disks:
+            d.release()
