@@ -66,8 +66,10 @@ void WriterCore::Impl::io_step() noexcept
         if (n == 0) break;
         notify_space();
         tally = Tally{};
+        unit_running.store(true, std::memory_order_release);
         self.hooks_->write_staged();
         publish(n);
+        unit_running.store(false, std::memory_order_release);
         if (!full || life->detaching.load(std::memory_order_relaxed) ||
             yield_hop.load(std::memory_order_relaxed))
             break;

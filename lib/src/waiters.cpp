@@ -47,6 +47,13 @@ void WriterCore::Impl::abandon()
     unlock_consumer();
     log(LogLevel::warning, fmt::format("Timed out flushing {} JSONL; dropping remaining records",
                                        self.opts_.subject));
+    if (Guard g{*this}) self.hooks_->close_timed_out();
+}
+
+bool WriterCore::append_outlived_close() const noexcept
+{
+    return impl_->abandoned.load(std::memory_order_acquire) &&
+           impl_->unit_running.load(std::memory_order_acquire);
 }
 
 void WriterCore::Impl::on_close_request(asio::any_completion_handler<void(error_code, CloseReport)> h)

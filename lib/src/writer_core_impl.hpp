@@ -237,6 +237,7 @@ struct WriterCore::Impl {
     std::atomic<std::size_t> inflight{0};
     std::atomic<int> batch_state{0};  // 0 in flight, 1 published, 2 abandoned
     std::atomic<bool> abandoned{false};
+    std::atomic<bool> unit_running{false};  // the I/O thread is writing a unit (appends)
     std::atomic<bool> yield_hop{false};
 
     // Guard for the typed writer's lifetime.

@@ -254,6 +254,53 @@ TEST_CASE("on_close is not called when close runs out of time", "[integration][s
     CHECK(calls->load() == 0);
 }
 
+TEST_CASE("a close that runs out of time calls on_close_timed_out once on the strand, and "
+          "append_outlived_close says whether the append it gave up on has returned",
+          "[integration][shutdown][on_close]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    auto seam = std::make_shared<SeamFileIo>();
+    auto o = test_options(dir.path(), logs);
+    o.shutdown_timeout = std::chrono::milliseconds(100);
+    o.file_io = seam;
+    TestWriter w(loop.executor(), o);
+    ReleaseOnExit release(seam);
+    w.start();
+    loop.start();
+    CHECK_FALSE(w.append_outlived_close());
+    seam->hold_writev();
+    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
+    REQUIRE(seam->wait_writev_held());
+    CHECK_FALSE(w.append_outlived_close());  // stuck, but close has not given up on it
+    const auto report = close(w);
+    CHECK_FALSE(report.drained);
+    CHECK(w.on_close_timed_out_calls() == 1);
+    CHECK(w.on_close_timed_out_thread() == loop.thread_id());
+    CHECK(w.outlived_at_timeout());
+    CHECK(w.append_outlived_close());
+    CHECK(w.on_close_calls() == 0);
+    seam->release();
+    CHECK(wait_until([&] { return !w.append_outlived_close(); }));
+    CHECK(seam->writev_returned() == 1);
+    CHECK(w.on_close_timed_out_calls() == 1);
+}
+
+TEST_CASE("a close that drains in time never calls on_close_timed_out", "[integration][shutdown][on_close]")
+{
+    TempDir dir;
+    LogCapture logs;
+    IoRunner loop;
+    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    w.start();
+    loop.start();
+    for (int i = 0; i < 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    CHECK(close(w).drained);
+    CHECK(w.on_close_timed_out_calls() == 0);
+    CHECK_FALSE(w.append_outlived_close());
+}
+
 TEST_CASE("an exception from on_close is logged as unexpected and close still completes", "[integration][shutdown][on_close]")
 {
     TempDir dir;

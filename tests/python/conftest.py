@@ -4,6 +4,8 @@ import copy
 import glob
 import json
 import os
+import threading
+import time
 
 import pytest
 
@@ -135,6 +137,42 @@ def simple_record(request_id="7", **timing):
     t.update(timing)
     return {"request_id": request_id, "status": "complete",
             "phases": {"server": {"timing_metrics": t}}}
+
+
+class StuckDisk:
+    """A full FIFO at `path`: opening it works, writing to it blocks until release()."""
+
+    def __init__(self, path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkfifo(path)
+        self._fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)  # also the reader: opens never block
+        for size in (65536, 1):
+            try:
+                while True:
+                    os.write(self._fd, b"x" * size)
+            except BlockingIOError:
+                pass
+
+    def release(self):
+        """Drains the FIFO from now on, so the blocked append returns (a daemon thread)."""
+        os.set_blocking(self._fd, True)
+
+        def drain():
+            while True:
+                try:
+                    os.read(self._fd, 1 << 20)
+                except OSError:
+                    return
+
+        threading.Thread(target=drain, daemon=True).start()
+
+
+def hour_folders(root):
+    """The UTC hour folder a record made now goes to, and the next one (a test that runs
+    across the hour puts later records there)."""
+    now = time.time()
+    return [os.path.join(str(root), time.strftime("%Y-%m-%dT%H", time.gmtime(t)))
+            for t in (now, now + 3600)]
 
 
 @pytest.fixture

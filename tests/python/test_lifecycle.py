@@ -54,6 +54,34 @@ def test_open_writers_are_closed_at_exit_without_a_hang(tmp_path):
     assert "closed at exit: submitted 3000" in p.stderr, p.stderr
 
 
+def test_exit_does_not_hang_on_a_writer_whose_disk_stopped(tmp_path):
+    # The perf-metrics file is a full FIFO nobody drains: the writer's first append blocks
+    # for good, as on a hung network mount. Exit closes it within its timeout, logs the
+    # counts, and leaves the writer to its stuck thread instead of waiting for it.
+    code = f"""
+        import asyncio, logging, sys
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+        from conftest import StuckDisk, simple_record
+        from jsonlw.trtllm import PerfMetricsJsonlWriter
+        async def main():
+            w = PerfMetricsJsonlWriter({str(tmp_path / 'pm')!r}, "server")
+            await w.start()
+            disk = StuckDisk(w.file_path)  # never released
+            for i in range(500):
+                w.submit(simple_record(str(i)))
+            globals()["keep"] = (w, disk)  # never closed by the program
+        asyncio.run(main())
+        print("main done", flush=True)
+    """
+    p, took = run_py(code, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "main done" in p.stdout
+    assert took < 20, took  # the 5 s shutdown timeout, not forever
+    assert "Timed out flushing performance metrics JSONL; dropping remaining records" in p.stderr
+    assert "closed at exit: submitted 500, written 0" in p.stderr, p.stderr
+
+
 def test_exit_with_a_writer_that_was_never_started(tmp_path):
     code = f"""
         from jsonlw.trtllm import PerfMetricsJsonlWriter

@@ -11,7 +11,7 @@ import os
 import time
 import types
 
-from conftest import read_lines
+from conftest import hour_folders, read_lines
 from jsonlw.trtllm import HookAction, RawOutputDump
 
 
@@ -20,12 +20,6 @@ def chunk(request_id=1, text_diff="", token_ids_diff=(), is_final=False):
                                  text=None, token_ids_diff=list(token_ids_diff),
                                  is_final=is_final, aborted=False, streaming=True,
                                  disagg_request_id=None)
-
-
-def hour_folders(root):
-    now = time.time()
-    return [os.path.join(str(root), time.strftime("%Y-%m-%dT%H", time.gmtime(t)))
-            for t in (now, now + 3600)]
 
 
 def test_an_append_that_fails_costs_its_records_as_write_errors_not_the_response(out_dir, caplog):

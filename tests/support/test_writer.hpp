@@ -84,6 +84,11 @@ public:
 
     // on_close(): how often it ran, and what it does (set before start()).
     int on_close_calls() const { return on_close_calls_.load(); }
+    // on_close_timed_out(): how often it ran, on which thread, and what
+    // append_outlived_close() said there.
+    int on_close_timed_out_calls() const { return timed_out_calls_.load(); }
+    std::thread::id on_close_timed_out_thread() const { return timed_out_thread_; }
+    bool outlived_at_timeout() const { return outlived_at_timeout_; }
     void on_close_action(std::function<void()> f) { on_close_action_ = std::move(f); }
 
 protected:
@@ -109,6 +114,13 @@ protected:
     {
         ++on_close_calls_;
         if (on_close_action_) on_close_action_();
+    }
+
+    void on_close_timed_out() noexcept override
+    {
+        ++timed_out_calls_;
+        timed_out_thread_ = std::this_thread::get_id();
+        outlived_at_timeout_ = append_outlived_close();
     }
 
     bool malformed_error(const std::exception& e) const noexcept override
@@ -142,6 +154,9 @@ private:
     std::size_t gate_ = 0;
     std::atomic<std::size_t> gate_open_{0};
     std::atomic<int> on_close_calls_{0};
+    std::atomic<int> timed_out_calls_{0};
+    std::thread::id timed_out_thread_{};
+    bool outlived_at_timeout_ = false;
     std::function<void()> on_close_action_;
 };
 

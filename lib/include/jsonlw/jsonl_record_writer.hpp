@@ -189,6 +189,11 @@ public:
     // The envelope's "writer": <host>-<pid>-<generation> (set by start()).
     const std::string& writer_id() const noexcept { return core_->writer_id(); }
     const WriterOptions& options() const noexcept { return core_->options(); }
+    // Close ran out of time and the append it gave up on has not returned (a disk that
+    // stopped answering): destroying the writer now waits for that append, possibly forever.
+    // A process that must exit regardless can leak the writer instead (the Python package
+    // does at interpreter exit). Any thread.
+    bool append_outlived_close() const noexcept { return core_->append_outlived_close(); }
     boost::asio::any_io_executor get_executor() const noexcept { return core_->executor(); }
 
 protected:
@@ -256,6 +261,12 @@ protected:
     // Called once by the first async_close(), on its thread, while intake is still open:
     // submit what the subclass still holds (outputs in flight, say) so close writes it.
     virtual void on_close_requested() {}
+
+    // Called once, on the strand of your executor, when async_close() runs out of time: the
+    // queued records are counted as shutdown, the batch in flight as unknown, and on_close()
+    // will not run. The I/O thread may still be blocked in that batch's append, so do not
+    // block or wait for it here (hand blocking work to a thread of your own). Must not throw.
+    virtual void on_close_timed_out() noexcept {}
 
     // Called on the I/O thread when the writer has been idle for the interval given to
     // set_idle_interval() (before start()) after writing something: publish state here.
@@ -510,6 +521,7 @@ private:
             core_->on_unexpected(detail::Stage::write, "unknown exception");
         }
     }
+    void close_timed_out() noexcept override { on_close_timed_out(); }
     std::size_t discard_queued() noexcept override
     {
         std::size_t n = 0;

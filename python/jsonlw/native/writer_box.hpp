@@ -33,6 +33,13 @@ public:
             if (inherited_) new std::shared_ptr<W>(std::move(w_));  // leaked on purpose
             return;
         }
+        if (w_->append_outlived_close()) {
+            // Close gave up on an append that has not returned (a disk that stopped):
+            // destroying the writer would wait for it, at interpreter exit forever. Its I/O
+            // thread still uses it: leaked on purpose (the close already logged and counted).
+            new std::shared_ptr<W>(std::move(w_));
+            return;
+        }
         py::gil_scoped_release unlocked;  // shutdown waits for a running batch
         w_.reset();
     }

@@ -639,4 +639,13 @@ TEST_CASE("A full queue and a close that outlives its timeout are logged in Tens
     CHECK(logs.count(jsonlw::LogLevel::warning,
                      "Timed out flushing request traces; dropping remaining records") == 1);
     CHECK(logs.count(jsonlw::LogLevel::warning, "request trace JSONL") == 0);
+    // The closed sidecar is published right after the timeout, by a thread of the writer's
+    // own, not when the stuck append returns: its counts are the close report's.
+    REQUIRE(wait_until([&] {
+        return std::filesystem::exists(w.sidecar_path()) &&
+               read_file(w.sidecar_path()).find("\"closed\":true") != std::string::npos;
+    }));
+    CHECK(w.append_outlived_close());
+    const Json side(read_file(w.sidecar_path()));
+    check_counts(side, report.stats);
 }

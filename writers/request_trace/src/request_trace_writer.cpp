@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace jsonlw {
@@ -232,6 +233,11 @@ struct RequestTraceWriter::Impl {
     const LogSink log;
     std::atomic<bool> started{false};  // start() found the directory usable
     std::optional<detail::TraceAccounting> accounting;  // durable mode only
+    // A closed sidecar was published (or is being, by timeout_publisher): any thread.
+    std::atomic<bool> closed_published{false};
+    // Publishes the closed sidecar when a close times out (the I/O thread may be stuck in an
+    // append, and the strand must not block); joined by the destructor.
+    std::thread timeout_publisher;
 
     // I/O thread only.
     simdjson::dom::parser parser;
@@ -240,7 +246,6 @@ struct RequestTraceWriter::Impl {
     std::vector<Group> groups;  // reused: entries past `used` keep their capacity
     std::size_t used = 0;
     BatchDelta delta;
-    bool closed_published = false;
 };
 
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
@@ -252,9 +257,10 @@ RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestT
 RequestTraceWriter::~RequestTraceWriter()
 {
     shutdown();
-    // Close ran out of time (or was never called) after records went out: the last word on
-    // the accounting is still written. No hook runs any more, so this thread owns it.
-    if (impl_->accounting && !impl_->closed_published && impl_->started.load())
+    if (impl_->timeout_publisher.joinable()) impl_->timeout_publisher.join();
+    // Close was never called after records went out (or could not start its publisher): the
+    // last word on the accounting is still written. No hook runs any more.
+    if (impl_->accounting && impl_->started.load() && !impl_->closed_published.exchange(true))
         impl_->accounting->publish(stats(), true);
 }
 
@@ -385,9 +391,23 @@ std::size_t RequestTraceWriter::record_bytes(const RequestTraceRecord& rec) cons
 
 void RequestTraceWriter::on_close()
 {
-    if (!impl_->accounting) return;
-    impl_->closed_published = true;
+    if (!impl_->accounting || impl_->closed_published.exchange(true)) return;
     impl_->accounting->publish(stats(), true);
+}
+
+void RequestTraceWriter::on_close_timed_out() noexcept
+{
+    // The close report's counts (queued records as shutdown, the stuck batch as unknown) go
+    // into the closed sidecar now, as TensorRT-LLM's durable writer publishes one after its
+    // drain times out, not whenever the stuck append returns.
+    if (!impl_->accounting || !impl_->started.load() || impl_->closed_published.exchange(true))
+        return;
+    try {
+        impl_->timeout_publisher =
+            std::thread([d = impl_.get(), s = stats()] { d->accounting->publish(s, true); });
+    } catch (...) {
+        impl_->closed_published.store(false);  // no thread: the destructor publishes
+    }
 }
 
 }  // namespace jsonlw

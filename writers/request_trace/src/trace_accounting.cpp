@@ -100,6 +100,7 @@ ShardAccount& TraceAccounting::shard(std::string_view file)
 
 void TraceAccounting::on_append(std::string_view file, const Lines& lines, const AppendResult& r)
 {
+    std::lock_guard lock(mu_);
     if (lines.records == 0 && lines.bytes.empty()) return;  // nothing was handed to the file
     if (!r.attempted) {
         // The file would not open: nothing of this append is in it.
@@ -131,6 +132,7 @@ void TraceAccounting::on_append(std::string_view file, const Lines& lines, const
 bool TraceAccounting::publication_due(std::chrono::steady_clock::time_point now,
                                       std::chrono::steady_clock::duration interval) const noexcept
 {
+    std::lock_guard lock(mu_);
     return !last_publish_ || now - *last_publish_ >= interval;
 }
 
@@ -196,6 +198,9 @@ void TraceAccounting::build(LineBuffer& out, const WriterStats& c, bool closed)
 
 bool TraceAccounting::publish(const WriterStats& counts, bool closed) noexcept
 {
+    std::lock_guard lock(mu_);
+    if (closed_) return true;  // the closed sidecar stays the last word
+    closed_ = closed;
     last_publish_ = std::chrono::steady_clock::now();
     ++sequence_;
     const std::filesystem::path dir = directory_ / "_writer";

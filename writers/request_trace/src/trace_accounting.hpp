@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,7 +40,9 @@ struct ShardAccount {
     std::vector<UnknownExtent> unknown_extents;
 };
 
-// I/O thread only (and the writer's destructor, after the base's shutdown()).
+// Used by the I/O thread, by the writer's destructor after the base's shutdown(), and by the
+// thread that publishes the closed sidecar when a close times out (the I/O thread may then
+// still be stuck in an append, and may resume): every member function locks `mu_`.
 class TraceAccounting {
 public:
     TraceAccounting(std::filesystem::path directory, std::string writer_suffix, LogSink log);
@@ -53,10 +56,9 @@ public:
     bool publication_due(std::chrono::steady_clock::time_point now,
                          std::chrono::steady_clock::duration interval) const noexcept;
     // Writes the sidecar (temp file, fsync, rename, directory fsync). False on failure:
-    // counted in errors.sidecar_errors and logged (at 1 and every 100).
+    // counted in errors.sidecar_errors and logged (at 1 and every 100). Once a closed one is
+    // published, later publications are skipped (true): the closed sidecar is the last word.
     bool publish(const WriterStats& counts, bool closed) noexcept;
-
-    const std::vector<ShardAccount>& shards() const noexcept { return shards_; }
 
 private:
     ShardAccount& shard(std::string_view file);
@@ -77,7 +79,9 @@ private:
     std::uint64_t sidecar_errors_ = 0;
     std::uint64_t sequence_ = 0;
     std::optional<std::chrono::steady_clock::time_point> last_publish_;
+    bool closed_ = false;
     LineBuffer buffer_;
+    mutable std::mutex mu_;
 };
 
 }  // namespace jsonlw::detail

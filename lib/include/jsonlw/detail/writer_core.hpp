@@ -48,6 +48,9 @@ public:
     virtual void closing_io() noexcept = 0;
     // I/O thread, when the writer has been idle for idle_interval after writing something.
     virtual void idle_io() noexcept = 0;
+    // The strand, once, when close ran out of time (queued records counted as shutdown, the
+    // batch in flight as unknown): the I/O thread may still be inside that batch's append.
+    virtual void close_timed_out() noexcept = 0;
     // Pops and destroys every queued record; returns how many.
     virtual std::size_t discard_queued() noexcept = 0;
     virtual std::uint64_t claimed() const noexcept = 0;
@@ -90,6 +93,9 @@ public:
         return s == State::created || s == State::running;
     }
     const WriterOptions& options() const noexcept { return opts_; }
+    // Close ran out of time and an append it gave up on has not returned yet (see
+    // JsonlRecordWriter::append_outlived_close()). Any thread.
+    bool append_outlived_close() const noexcept;
     bool drain_parked() const noexcept
     {
         return wake_state_.load(std::memory_order_acquire) == parked;

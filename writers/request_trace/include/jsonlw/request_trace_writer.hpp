@@ -108,6 +108,8 @@ protected:
     void write_batch(std::span<const RequestTraceRecord> batch) override;
     std::size_t record_bytes(const RequestTraceRecord& rec) const noexcept override;
     void on_close() override;
+    // Durable mode: publishes the closed sidecar with the close report's counts.
+    void on_close_timed_out() noexcept override;
 
 private:
     struct Impl;
