@@ -9,6 +9,7 @@ trace writers lose them uncounted — and the event loop keeps running throughou
 import asyncio
 import logging
 import os
+import socket
 import time
 import types
 
@@ -127,6 +128,30 @@ async def test_request_trace_close_gives_up_after_its_timeout_on_a_disk_that_sto
         assert msgs.count(f"Dropped 1000 request trace records{full}") == 1
         assert msgs.count("Timed out flushing request traces; dropping remaining records") == 1
         assert not [m for m in msgs if "request trace JSONL" in m]
+    finally:
+        for d in disks:
+            d.release()
+
+
+async def test_65_queued_records_go_out_as_a_batch_of_64_then_1(out_dir):
+    # The seed's "65 queued -> 64 + 1", seen exactly: with the disk stuck, close finds the
+    # first batch in the append (unknown) and the last record still queued (shutdown). The
+    # drain writes as soon as start() returns, so the file (named after start()'s second) is
+    # a full FIFO already, for each of the next few seconds.
+    w = PerfMetricsJsonlWriter(str(out_dir), "server")
+    for i in range(65):  # queued before the drain starts
+        assert w.submit(simple_record(str(i))) == SubmitResult.accepted
+    prefix = f"perf_metrics-server-{socket.gethostname()}-{os.getpid()}-"
+    now = time.time()
+    disks = [StuckDisk(os.path.join(str(out_dir), prefix + time.strftime(
+        "%Y%m%dT%H%M%SZ", time.gmtime(now + k)) + ".jsonl")) for k in range(4)]
+    try:
+        await w.start()
+        assert os.path.basename(w.file_path).startswith(prefix)
+        report = await w.close()
+        s = report["stats"]
+        assert report["drained"] is False
+        assert s["unknown"] == 64 and s["dropped"]["shutdown"] == 1 and s["written"] == 0
     finally:
         for d in disks:
             d.release()
