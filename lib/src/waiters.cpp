@@ -50,10 +50,14 @@ void WriterCore::Impl::abandon()
     if (Guard g{*this}) self.hooks_->close_timed_out();
 }
 
+bool WriterCore::appending() const noexcept
+{
+    return impl_->unit_running.load(std::memory_order_acquire);
+}
+
 bool WriterCore::append_outlived_close() const noexcept
 {
-    return impl_->abandoned.load(std::memory_order_acquire) &&
-           impl_->unit_running.load(std::memory_order_acquire);
+    return impl_->abandoned.load(std::memory_order_acquire) && appending();
 }
 
 void WriterCore::Impl::on_close_request(asio::any_completion_handler<void(error_code, CloseReport)> h)

@@ -82,6 +82,45 @@ def test_exit_does_not_hang_on_a_writer_whose_disk_stopped(tmp_path):
     assert "closed at exit: submitted 500, written 0" in p.stderr, p.stderr
 
 
+def test_a_writer_collected_while_its_append_is_stuck_keeps_logging_into_live_memory(tmp_path):
+    # The writer object goes away while its append is stuck (it is left to its thread), then
+    # the disk fails the append: the I/O thread logs "Failed to write ..." into the log queue,
+    # which the writer must still own. Allocation-heavy work afterwards catches a corrupted
+    # heap (MALLOC_CHECK_=3 aborts on one).
+    code = f"""
+        import asyncio, gc, os, sys, time
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        from conftest import StuckDisk, simple_record
+        from jsonlw.trtllm import PerfMetricsJsonlWriter
+        async def main():
+            for round in range(2):
+                w = PerfMetricsJsonlWriter({str(tmp_path)!r} + f"/pm{{round}}", "server")
+                await w.start()
+                disk = StuckDisk(w.file_path)
+                for i in range(200):
+                    w.submit(simple_record(str(i)))
+                r = w.close(timeout=0.2)  # gives up on the stuck append
+                assert r is None or r["drained"] is False, r
+                del w
+                gc.collect()
+                os.close(disk._fd)  # the reader goes: the stuck append fails (EPIPE)
+                deadline = time.monotonic() + 2
+                while time.monotonic() < deadline:
+                    junk = [bytearray(64) for _ in range(20000)]
+                    del junk
+                    await asyncio.sleep(0.01)
+        asyncio.run(main())
+        print("survived", flush=True)
+    """
+    env = dict(os.environ, MALLOC_CHECK_="3", MALLOC_PERTURB_="165")
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, cwd=str(tmp_path), timeout=120, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "survived" in p.stdout
+    assert time.monotonic() - t0 < 90
+
+
 def test_exit_with_a_writer_that_was_never_started(tmp_path):
     code = f"""
         from jsonlw.trtllm import PerfMetricsJsonlWriter

@@ -194,6 +194,9 @@ public:
     // A process that must exit regardless can leak the writer instead (the Python package
     // does at interpreter exit). Any thread.
     bool append_outlived_close() const noexcept { return core_->append_outlived_close(); }
+    // The I/O thread is writing a batch now (serializing it or inside its append): destroying
+    // the writer waits for that to end. Any thread; a snapshot.
+    bool appending() const noexcept { return core_->appending(); }
     boost::asio::any_io_executor get_executor() const noexcept { return core_->executor(); }
 
 protected:

@@ -107,10 +107,13 @@ private:
 // no GIL); emit() hands them to the Python logger on a thread that holds the GIL (the
 // caller's, at its next submit/flush/close/stats, or a completion). Bounded: past
 // `capacity` queued lines the newest are counted, not kept.
-class LogQueue {
+class LogQueue : public std::enable_shared_from_this<LogQueue> {
 public:
     static constexpr std::size_t capacity = 1000;
 
+    // The writer's sink: it owns the queue with the writer, so a writer that outlives its
+    // Python object (left to a stuck append, inherited by a fork child) still logs into live
+    // memory. Made with std::make_shared only.
     LogSink sink();
     bool pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
     // GIL held. `logger`: a logging.Logger.

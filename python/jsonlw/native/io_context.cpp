@@ -67,7 +67,9 @@ void PyRef::reset() noexcept
 
 LogSink LogQueue::sink()
 {
-    return [this](LogLevel level, std::string_view message) { push(level, message); };
+    return [self = shared_from_this()](LogLevel level, std::string_view message) {
+        self->push(level, message);
+    };
 }
 
 void LogQueue::push(LogLevel level, std::string_view message)

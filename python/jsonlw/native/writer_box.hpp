@@ -12,7 +12,9 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <new>
 #include <optional>
+#include <thread>
 
 namespace jsonlw::python {
 
@@ -30,17 +32,24 @@ public:
     {
         if (inherited_ || !w_) {
             // Fork child: the writer's threads do not exist here; never destroy it.
-            if (inherited_) new std::shared_ptr<W>(std::move(w_));  // leaked on purpose
+            if (inherited_) leak();
             return;
         }
-        if (w_->append_outlived_close()) {
-            // Close gave up on an append that has not returned (a disk that stopped):
-            // destroying the writer would wait for it, at interpreter exit forever. Its I/O
-            // thread still uses it: leaked on purpose (the close already logged and counted).
-            new std::shared_ptr<W>(std::move(w_));
+        py::gil_scoped_release unlocked;  // destruction waits for a running batch
+        // A batch mid-append gets the writer's shutdown timeout to return, as a close would.
+        // One that does not (a disk that stopped), or that a close already gave up on, would
+        // make the destructor wait forever, at interpreter exit too. Its I/O thread still
+        // uses the writer, so the writer is leaked on purpose, with its io_context and log
+        // queue (leak()).
+        const auto deadline =
+            std::chrono::steady_clock::now() + w_->options().shutdown_timeout;
+        while (w_->appending() && !w_->append_outlived_close() &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (w_->appending()) {
+            leak();
             return;
         }
-        py::gil_scoped_release unlocked;  // shutdown waits for a running batch
         w_.reset();
     }
 
@@ -149,6 +158,19 @@ public:
     void mark_inherited() noexcept { inherited_ = true; }
 
 private:
+    // Keeps the writer, and the io_context it posts to, alive for the rest of the process
+    // (its log sink owns the log queue). Never destroyed: that is the point.
+    void leak() noexcept
+    {
+        struct Kept {
+            std::shared_ptr<W> writer;
+            std::shared_ptr<IoContext> io;
+        };
+        // Copies: the members' own destruction then leaves the kept owners. Out of memory
+        // even for these 16 bytes, the writer is destroyed as usual (and waits).
+        if (!new (std::nothrow) Kept{w_, io_}) (void)new (std::nothrow) std::shared_ptr<W>(w_);
+    }
+
     template <class T>
     static bool wait(std::future<T>& f, std::optional<double> timeout)
     {

@@ -93,8 +93,9 @@ public:
         return s == State::created || s == State::running;
     }
     const WriterOptions& options() const noexcept { return opts_; }
-    // Close ran out of time and an append it gave up on has not returned yet (see
-    // JsonlRecordWriter::append_outlived_close()). Any thread.
+    // The I/O thread is writing a unit now; close ran out of time and the append it gave up
+    // on has not returned yet (see JsonlRecordWriter). Any thread; snapshots.
+    bool appending() const noexcept;
     bool append_outlived_close() const noexcept;
     bool drain_parked() const noexcept
     {
