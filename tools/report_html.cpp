@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 
@@ -108,10 +109,16 @@ void timeline(Out out, const std::vector<std::pair<std::uint64_t, TimelineRow>>&
                            row_h - 2, colour(seg.span), span_info(seg.span).name, fmt_ms(seg.end_ms - seg.start_ms));
         y += row_h;
     }
+    // The legend names the spans drawn, in span order, each in its bars' colour: a worker's
+    // timeline draws only its role's spans, and a key for the others would name no bar.
+    std::array<bool, span_count> drawn{};
+    for (const auto& [order, row] : rows)
+        for (const auto& seg : row.segments) drawn[static_cast<std::size_t>(seg.span)] = true;
     fmt::format_to(out, "</svg>\n<p class=\"legend\">");
-    for (std::size_t k = 0; k < timeline_span_count; ++k)
-        fmt::format_to(out, "<span><i style=\"background:{}\"></i>{}</span> ", palette[k],
-                       span_info(static_cast<Span>(k)).name);
+    for (std::size_t k = 0; k < span_count; ++k)
+        if (drawn[k])
+            fmt::format_to(out, "<span><i style=\"background:{}\"></i>{}</span> ", colour(static_cast<Span>(k)),
+                           span_info(static_cast<Span>(k)).name);
     fmt::format_to(out, "</p>\n</figure>\n");
 }
 

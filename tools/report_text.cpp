@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
+#include <string_view>
 
 namespace jsonlw::tools {
 
@@ -56,10 +58,14 @@ std::string report_text(const Report& r)
                    r.torn_tails, r.seconds, r.threads);
     for (const auto& e : r.errors) fmt::format_to(out, "  error: {}\n", e);
 
-    fmt::format_to(out, "\nIntegrity\n    {:<48} {:<20} {:>10} {:>10} {:>10} {:>10}\n", "file", "kind",
-                   "lines", "valid", "malformed", "torn tail");
+    // The name column is as wide as the longest name (hour folders and host names make long
+    // ones), so the figures stay in their columns.
+    std::size_t name_width = std::string_view("file").size();
+    for (const auto& f : r.files) name_width = std::max(name_width, f.name.size());
+    fmt::format_to(out, "\nIntegrity\n    {:<{}} {:<20} {:>10} {:>10} {:>10} {:>10}\n", "file", name_width,
+                   "kind", "lines", "valid", "malformed", "torn tail");
     for (const auto& f : r.files) {
-        fmt::format_to(out, "    {:<48} {:<20} {:>10} {:>10} {:>10} {:>10}\n", f.name, f.kind_label(),
+        fmt::format_to(out, "    {:<{}} {:<20} {:>10} {:>10} {:>10} {:>10}\n", f.name, name_width, f.kind_label(),
                        f.lines, f.valid, f.malformed,
                        f.torn_tail_bytes ? fmt::format("{} B", f.torn_tail_bytes) : std::string("-"));
         if (!f.error.empty()) fmt::format_to(out, "      error: {}\n", f.error);

@@ -5,13 +5,16 @@
 #include "report.hpp"
 #include "report_output.hpp"
 
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -237,6 +240,77 @@ TEST_CASE("The HTML page has one SVG per figure, a timeline row per request, and
     const std::string page = report_html(mixed);
     CHECK(page.find("<tool_call>") == std::string::npos);
     CHECK(occurrences(page, "<figure>") == occurrences(page, "<svg "));
+}
+
+TEST_CASE("The integrity table stays aligned when a file name is longer than any default column",
+          "[tools][report]")
+{
+    char path[] = "/tmp/jsonlw-tools-long-XXXXXX";
+    REQUIRE(::mkdtemp(path) != nullptr);
+    const fs::path dir(path);
+    const std::string long_name =
+        "2026-11-29T15/perf_metrics-disagg-gpu-node-0042.rack-17.example.internal-41233-20260722T101530Z-000000.jsonl";
+    fs::create_directories(dir / "2026-11-29T15");
+    fs::copy_file(data / "disagg" / "perf_metrics-disagg-node07-41233-20260722T101530Z.jsonl", dir / long_name);
+    { std::ofstream(dir / "a.jsonl") << "{}\n{\"torn\":"; }
+    const Report r = run(dir);
+    fs::remove_all(dir);
+    REQUIRE(r.files.size() == 2);
+
+    const std::string text = report_text(r);
+    const auto begin = text.find("\nIntegrity\n");
+    REQUIRE(begin != std::string::npos);
+    std::vector<std::string> rows;
+    for (auto at = begin + 11; at < text.size() && text[at] != '\n';) {
+        const auto end = text.find('\n', at);
+        rows.push_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    REQUIRE(rows.size() == 3);  // the header and the two files
+    const std::string& header = rows[0];
+    // Every column right-aligned under its header: the rows end where the header ends, and each
+    // row's kind starts where the header's "kind" does.
+    const auto kind_at = header.find("kind");
+    REQUIRE(kind_at != std::string::npos);
+    CHECK(kind_at == 4 + long_name.size() + 1);
+    CHECK(rows[1] == fmt::format("    {:<{}} {:<20} {:>10} {:>10} {:>10} {:>10}", long_name,
+                                 long_name.size(), "perf_metrics_disagg", 1, 1, 0, "-"));
+    CHECK(rows[2] == fmt::format("    {:<{}} {:<20} {:>10} {:>10} {:>10} {:>10}", "a.jsonl", long_name.size(),
+                                 "other", 1, 1, 0, "8 B"));
+    for (const auto& row : rows) CHECK(row.size() == header.size());
+}
+
+TEST_CASE("The HTML timeline has a legend entry, in the bars' colour, for each span drawn and no other",
+          "[tools][report]")
+{
+    for (const char* dir : {"disagg", "mixed"}) {
+        INFO(dir);
+        const Report r = run(data / dir);
+        const std::size_t src = r.perf.timeline[0].empty() ? 1 : 0;
+        REQUIRE_FALSE(r.perf.timeline[src].empty());
+        std::vector<Span> drawn;
+        for (const auto& [order, row] : r.perf.timeline[src])
+            for (const auto& seg : row.segments)
+                if (std::find(drawn.begin(), drawn.end(), seg.span) == drawn.end()) drawn.push_back(seg.span);
+        std::sort(drawn.begin(), drawn.end());
+        CHECK(drawn.size() == (std::string_view(dir) == "disagg" ? 12 : 4));
+
+        const std::string html = report_html(r);
+        const auto legend_at = html.find("<p class=\"legend\">");
+        REQUIRE(legend_at != std::string::npos);
+        const std::string legend = html.substr(legend_at, html.find("</p>", legend_at) - legend_at);
+        CHECK(occurrences(legend, "<span>") == drawn.size());
+        for (const Span sp : drawn) {
+            const std::string name = span_info(sp).name;
+            INFO(name);
+            // The bar's fill: <rect ... fill="#rrggbb"><title>NAME: ...
+            const auto title_at = html.find("\"><title>" + name + ": ");
+            REQUIRE(title_at != std::string::npos);
+            const std::string fill = html.substr(title_at - 7, 7);
+            CHECK(fill.front() == '#');
+            CHECK(occurrences(legend, "<span><i style=\"background:" + fill + "\"></i>" + name + "</span>") == 1);
+        }
+    }
 }
 
 TEST_CASE("Percentiles interpolate linearly between the nearest ranks", "[tools][unit]")
