@@ -419,6 +419,81 @@ TEST_CASE("A short write leaves an unknown extent that the verifier blanks out",
     CHECK(v.bad == 0);
 }
 
+TEST_CASE("An append that isolates a torn tail and then fails after part of its bytes still "
+          "counts the isolated fragment, 1 in the sidecar of the failure and 2 once the next "
+          "append isolates its own torn half-line",
+          "[request_trace][durable]")
+{
+    TraceRig rig(true);
+    const auto shard_file = rig.w().requests_file(t14);
+    std::filesystem::create_directories(shard_file.parent_path());
+    const std::string old = R"({"event":"request","trace_id":"tr_old"})" "\n" R"({"event":"requ)";
+    write_file(shard_file, old);
+
+    rig.w().start();
+    rig.seam->short_write_once(EIO);
+    // One append: the isolating '\n', then three lines of equal length; half of those bytes
+    // land (the '\n', the first line, part of the second), then the disk fails.
+    for (int i = 0; i < 3; ++i) rig.w().record_request(request("tr_torn" + std::to_string(i), t14));
+    rig.io.start();
+    flush(rig.w());
+    auto s = rig.w().stats();
+    CHECK(s.written == 0);
+    CHECK(s.unknown == 2);
+    CHECK(s.dropped.write_error == 1);
+    CHECK(invariant_holds(s));
+    const auto calls = rig.seam->writev_calls();
+    REQUIRE(calls.size() == 2);  // the short one, then the one that failed
+    REQUIRE(calls[0].data.front() == '\n');
+    const std::uint64_t half = calls[0].bytes / 2;
+    CHECK(calls[0].result == static_cast<ssize_t>(half));
+    CHECK(calls[1].result == -1);
+    {
+        // A failed batch publishes at once.
+        Json side(read_file(rig.w().sidecar_path()));
+        check_counts(side, s);
+        const auto shards = shards_of(side);
+        REQUIRE(shards.size() == 1);
+        CHECK(shards[0].fragments_isolated == 1);
+        CHECK(shards[0].start_offset == old.size() + 1);
+        CHECK(shards[0].persisted_end == old.size() + 1);
+        CHECK(shards[0].persisted_records == 0);
+        REQUIRE(shards[0].extents.size() == 1);
+        CHECK(shards[0].extents[0] == std::array<std::uint64_t, 3>{old.size() + 1, half - 1, 2});
+    }
+
+    rig.w().record_request(request("tr_next", t14));
+    const auto report = close(rig.w());
+    CHECK(report.stats.written == 1);
+    CHECK(report.stats.unknown == 2);
+    CHECK(invariant_holds(report.stats));
+
+    Json side(read_file(rig.w().sidecar_path()));
+    CHECK(boolean(side["closed"]));
+    check_counts(side, report.stats);
+    const auto shards = shards_of(side);
+    REQUIRE(shards.size() == 1);
+    CHECK(shards[0].fragments_isolated == 2);
+    CHECK(shards[0].start_offset == old.size() + 1);
+    CHECK(shards[0].persisted_end == std::filesystem::file_size(shard_file));
+    CHECK(shards[0].persisted_records == 1);
+    REQUIRE(shards[0].extents.size() == 1);
+    CHECK(shards[0].extents[0] == std::array<std::uint64_t, 3>{old.size() + 1, half - 1, 2});
+
+    // The old line, its fragment, the landed line, the torn half-line, the next record.
+    const auto lines = read_lines(shard_file);
+    INFO("file: " << read_file(shard_file));
+    REQUIRE(lines.size() == 5);
+    CHECK(str(Json(lines[0])["trace_id"]) == "tr_old");
+    CHECK(lines[1] == R"({"event":"requ)");
+    CHECK(str(Json(lines[2])["trace_id"]) == "tr_torn0");
+    CHECK_FALSE(is_valid_json(lines[3]));
+    CHECK(str(Json(lines[4])["trace_id"]) == "tr_next");
+    const auto v = jsonlw::verify_request_trace_shards(rig.w().sidecar_path());
+    CHECK(v.consistent);
+    CHECK(v.records == 1);
+}
+
 TEST_CASE("A failed fsync counts its batch as unknown, not written", "[request_trace][durable]")
 {
     TraceRig rig(true);
