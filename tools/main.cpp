@@ -95,15 +95,18 @@ constexpr std::string_view report_help = R"(jsonlw report DIR [--html FILE] [--j
                2 bad arguments, DIR not a readable directory, or FILE not writable
 )";
 
-constexpr std::string_view validate_help = R"(jsonlw validate [--allow-torn-tail] [--quiet] FILE...
+constexpr std::string_view validate_help = R"(jsonlw validate [--allow-torn-tail] [--quiet] FILE|DIR...
   Parses each '\n'-terminated line of each FILE on its own (simdjson DOM: strict JSON,
-  valid UTF-8; an empty line is malformed), so one bad line does not hide the rest. Prints
+  valid UTF-8; an empty line is malformed), so one bad line does not hide the rest. A DIR
+  gives every *.jsonl under it (recursively, as report reads it) and every *.jsonl.open, a
+  file still being written, whose torn final line is expected. Prints
   FILE:LINE: malformed: <reason> for each bad line (1000 per file at most), the torn final
-  line apart, and a summary line per FILE (not with --quiet). FILE "-" reads stdin.
+  line apart, a summary line per FILE and a total (not with --quiet). FILE "-" reads stdin.
     --allow-torn-tail  a final line without '\n' is reported but not an error
   exit status: 0 every line valid; 1 a malformed line (wins over 2 and 3);
-               2 a torn final line (unless --allow-torn-tail);
-               3 bad arguments or a FILE that cannot be read
+               2 a torn final line of a closed file (unless --allow-torn-tail);
+               3 bad arguments, a FILE that cannot be read, or a DIR that cannot be read
+                 or holds no *.jsonl or *.jsonl.open file
 )";
 
 int help(std::string_view topic)

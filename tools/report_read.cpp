@@ -150,7 +150,12 @@ std::string FileIntegrity::kind_label() const
     return best == total ? label : label + "+";
 }
 
-std::vector<fs::path> find_jsonl_files(const fs::path& dir, std::vector<std::string>& errors)
+bool is_open_jsonl(const fs::path& path)
+{
+    return path.extension() == ".open" && path.stem().extension() == ".jsonl";
+}
+
+std::vector<fs::path> find_jsonl_files(const fs::path& dir, std::vector<std::string>& errors, JsonlFiles which)
 {
     std::vector<fs::path> out;
     std::error_code ec;
@@ -166,7 +171,9 @@ std::vector<fs::path> find_jsonl_files(const fs::path& dir, std::vector<std::str
             continue;
         }
         std::error_code sec;
-        if (it->path().extension() == ".jsonl" && it->is_regular_file(sec)) out.push_back(it->path());
+        const fs::path& p = it->path();
+        const bool wanted = p.extension() == ".jsonl" || (which == JsonlFiles::with_open && is_open_jsonl(p));
+        if (wanted && it->is_regular_file(sec)) out.push_back(p);
     }
     std::sort(out.begin(), out.end());
     return out;

@@ -99,10 +99,21 @@ struct FileIntegrity {
     std::string kind_label() const;
 };
 
-// Every regular *.jsonl under dir (recursively), sorted by path. Unreadable subdirectories
-// are skipped and named in `errors`.
+// Which files find_jsonl_files() returns.
+enum class JsonlFiles : std::uint8_t {
+    closed,     // *.jsonl only (what `report` reads)
+    with_open,  // also *.jsonl.open: a rotating writer's file still being written (its
+                // default open_suffix, lib/include/jsonlw/writer_options.hpp)
+};
+
+// Every regular *.jsonl (and *.jsonl.open, when asked) under dir, recursively, sorted by path.
+// Unreadable subdirectories are skipped and named in `errors`.
 std::vector<std::filesystem::path> find_jsonl_files(const std::filesystem::path& dir,
-                                                    std::vector<std::string>& errors);
+                                                    std::vector<std::string>& errors,
+                                                    JsonlFiles which = JsonlFiles::closed);
+
+// Whether a file's name ends in ".jsonl.open" (a file its writer has not closed yet).
+bool is_open_jsonl(const std::filesystem::path& path);
 
 // Every durable request-trace sidecar (<x>/_writer/*.json) under dir, sorted.
 std::vector<std::filesystem::path> find_trace_sidecars(const std::filesystem::path& dir);

@@ -12,10 +12,30 @@
 
 namespace jsonlw::tools {
 
-ValidateResult validate_file(const std::filesystem::path& path)
+std::vector<ValidateInput> validate_inputs(const std::vector<std::filesystem::path>& args,
+                                           std::vector<std::string>& errors)
+{
+    std::vector<ValidateInput> out;
+    for (const auto& arg : args) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(arg, ec)) {  // a file, "-" or a missing path: read it
+            out.push_back({arg, is_open_jsonl(arg)});
+            continue;
+        }
+        const std::size_t errors_before = errors.size();
+        const auto found = find_jsonl_files(arg, errors, JsonlFiles::with_open);
+        if (found.empty() && errors.size() == errors_before)
+            errors.push_back(arg.string() + ": no *.jsonl or *.jsonl.open file under it");
+        for (const auto& f : found) out.push_back({f, is_open_jsonl(f)});
+    }
+    return out;
+}
+
+ValidateResult validate_file(const std::filesystem::path& path, bool still_written)
 {
     ValidateResult r;
     r.file = path.string();
+    r.still_written = still_written;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         r.error = std::error_code(errno, std::generic_category()).message();
@@ -53,7 +73,7 @@ int validate_exit_status(const std::vector<ValidateResult>& results, bool allow_
     bool malformed = false, torn = false, unreadable = false;
     for (const auto& r : results) {
         malformed = malformed || r.malformed > 0;
-        torn = torn || r.torn_tail_bytes > 0;
+        torn = torn || (r.torn_tail_bytes > 0 && !r.still_written);
         unreadable = unreadable || !r.error.empty();
     }
     if (malformed) return 1;
@@ -65,7 +85,7 @@ int validate_exit_status(const std::vector<ValidateResult>& results, bool allow_
 int validate_main(std::span<char*> args)
 {
     bool allow_torn = false, quiet = false;
-    std::vector<std::filesystem::path> files;
+    std::vector<std::filesystem::path> paths;
     bool options_done = false;
     for (const char* a : args) {
         const std::string_view arg(a);
@@ -75,32 +95,50 @@ int validate_main(std::span<char*> args)
         else if (!options_done && arg.starts_with("-") && arg != "-") {
             fmt::print(stderr, "jsonlw validate: unknown option '{}' (see jsonlw help validate)\n", arg);
             return 3;
-        } else files.emplace_back(arg == "-" ? "/dev/stdin" : a);
+        } else paths.emplace_back(arg == "-" ? "/dev/stdin" : a);
     }
-    if (files.empty()) {
-        fmt::print(stderr, "jsonlw validate: no FILE given (see jsonlw help validate)\n");
+    if (paths.empty()) {
+        fmt::print(stderr, "jsonlw validate: no FILE or DIR given (see jsonlw help validate)\n");
         return 3;
     }
+    std::vector<std::string> walk_errors;
+    const std::vector<ValidateInput> inputs = validate_inputs(paths, walk_errors);
+    for (const auto& e : walk_errors) fmt::print(stderr, "jsonlw validate: {}\n", e);
     std::vector<ValidateResult> results;
-    for (const auto& f : files) {
-        results.push_back(validate_file(f));
+    std::uint64_t lines = 0, valid = 0, malformed = 0, torn_closed = 0, torn_open = 0;
+    for (const auto& in : inputs) {
+        results.push_back(validate_file(in.path, in.still_written));
         const ValidateResult& r = results.back();
         if (!r.error.empty()) {
             fmt::print(stderr, "{}: error: {}\n", r.file, r.error);
             continue;
         }
+        const std::string_view expected_torn = r.still_written ? " (still being written)"
+                                               : allow_torn    ? " (allowed)"
+                                                               : "";
         for (const auto& p : r.problems) fmt::print("{}:{}: malformed: {}\n", r.file, p.line, p.error);
         if (r.malformed > r.problems.size())
             fmt::print("{}: ... {} more malformed lines\n", r.file, r.malformed - r.problems.size());
-        if (r.torn_tail_bytes)
+        if (r.torn_tail_bytes && !(quiet && r.still_written))
             fmt::print("{}:{}: torn tail: {} bytes after the last newline{}\n", r.file, r.torn_tail_line,
-                       r.torn_tail_bytes, allow_torn ? " (allowed)" : "");
+                       r.torn_tail_bytes, expected_torn);
         if (!quiet)
-            fmt::print("{}: {} lines, {} valid, {} malformed, torn tail {}\n", r.file, r.lines, r.valid,
-                       r.malformed, r.torn_tail_bytes ? fmt::format("{} B", r.torn_tail_bytes) : "none");
+            fmt::print("{}: {} lines, {} valid, {} malformed, torn tail {}\n", r.file, r.lines, r.valid, r.malformed,
+                       r.torn_tail_bytes ? fmt::format("{} B{}", r.torn_tail_bytes,
+                                                       r.still_written ? " (still being written)" : "")
+                                         : "none");
+        lines += r.lines;
+        valid += r.valid;
+        malformed += r.malformed;
+        if (r.torn_tail_bytes) ++(r.still_written ? torn_open : torn_closed);
     }
+    if (!quiet && inputs.size() > 1)
+        fmt::print("{} files: {} lines, {} valid, {} malformed, {} torn tail{}{}\n", inputs.size(), lines, valid,
+                   malformed, torn_closed, torn_closed == 1 ? "" : "s",
+                   torn_open ? fmt::format(" (+{} still being written)", torn_open) : "");
     std::fflush(stdout);
-    return validate_exit_status(results, allow_torn);
+    const int status = validate_exit_status(results, allow_torn);
+    return status == 0 && !walk_errors.empty() ? 3 : status;
 }
 
 }  // namespace jsonlw::tools

@@ -7,6 +7,7 @@ Usage: cli_test.py JSONLW DATA_DIR
 import html.parser
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,43 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("validate: missing file exits 3", run("validate", os.path.join(v, "nope.jsonl"))[0] == 3)
     expect("validate: no FILE exits 3", run("validate")[0] == 3)
     expect("validate: unknown option exits 3", run("validate", "--frob", "x")[0] == 3)
+
+    # A directory: every *.jsonl and *.jsonl.open under it (recursively, sorted), nothing else.
+    t = os.path.join(DATA, "validate_tree")
+    rc, out, err = run("validate", t)
+    expect("validate DIR: the torn tail of a *.jsonl.open file is not an error, exit 0", rc == 0 and err == "",
+           (rc, err))
+    hour = os.path.join(t, "2026-11-29T15")
+    expect("validate DIR: a summary line per file, then the total", out == (
+        f"{hour}/perf-000000.jsonl: 1 lines, 1 valid, 0 malformed, torn tail none\n"
+        f"{hour}/perf-000001.jsonl.open:2: torn tail: 7 bytes after the last newline (still being written)\n"
+        f"{hour}/perf-000001.jsonl.open: 1 lines, 1 valid, 0 malformed, torn tail 7 B (still being written)\n"
+        f"{t}/closed.jsonl: 2 lines, 2 valid, 0 malformed, torn tail none\n"
+        "3 files: 4 lines, 4 valid, 0 malformed, 0 torn tails (+1 still being written)\n"), out)
+    rc, out, _ = run("validate", "--quiet", t)
+    expect("validate DIR --quiet: nothing to say, nothing printed", rc == 0 and out == "", (rc, out))
+    rc, out, _ = run("validate", v)
+    expect("validate DIR: a malformed line in one of its files exits 1", rc == 1, rc)
+    expect("validate DIR: the four files' summaries and the total", [l for l in out.splitlines() if "malformed:" not in l] == [
+        f"{v}/bad.jsonl: 5 lines, 3 valid, 2 malformed, torn tail none",
+        f"{v}/bad_utf8.jsonl: 2 lines, 1 valid, 1 malformed, torn tail none",
+        f"{v}/good.jsonl: 3 lines, 3 valid, 0 malformed, torn tail none",
+        f"{v}/torn.jsonl:3: torn tail: 5 bytes after the last newline",
+        f"{v}/torn.jsonl: 2 lines, 2 valid, 0 malformed, torn tail 5 B",
+        "4 files: 12 lines, 9 valid, 3 malformed, 1 torn tail"], out)
+    closed = os.path.join(tmp, "closed")
+    os.makedirs(os.path.join(closed, "2026-11-29T15"))
+    shutil.copy(os.path.join(v, "torn.jsonl"), os.path.join(closed, "2026-11-29T15", "perf-000000.jsonl"))
+    expect("validate DIR: a closed file's torn tail exits 2", run("validate", closed)[0] == 2)
+    expect("validate DIR: ... 0 with --allow-torn-tail", run("validate", "--allow-torn-tail", closed)[0] == 0)
+    os.rename(os.path.join(closed, "2026-11-29T15", "perf-000000.jsonl"),
+              os.path.join(closed, "2026-11-29T15", "perf-000000.jsonl.open"))
+    expect("validate DIR: ... and 0 once it is a *.jsonl.open file", run("validate", closed)[0] == 0)
+    empty = os.path.join(tmp, "empty")
+    os.makedirs(os.path.join(empty, "sub"))
+    rc, out, err = run("validate", empty)
+    expect("validate DIR: no *.jsonl under DIR exits 3", rc == 3 and out == "" and
+           err == f"jsonlw validate: {empty}: no *.jsonl or *.jsonl.open file under it\n", (rc, out, err))
 
     page = os.path.join(tmp, "disagg.html")
     rc, out, err = run("report", os.path.join(DATA, "disagg"), "--html", page, "--json", "--quiet")
