@@ -2,7 +2,9 @@
 // writes the same bytes, in the same order, with the same counters as with 1 — malformed and
 // failing records, a per-key write_batch layout, the envelope and RawJsonWriter's batch
 // validation included — and a writer whose serialize() is not declared concurrent keeps it
-// on the I/O thread. Order and accounting under concurrent producers: writer_concurrency.
+// on the I/O thread. Each record is serialized exactly once whichever thread does it, and
+// start() makes exactly serializer_threads - 1 helper threads (checked before anything waits
+// on them). Order and accounting under concurrent producers: writer_concurrency.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -10,6 +12,7 @@
 
 #include <jsonlw/raw_json_writer.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -42,7 +45,16 @@ struct Outcome {
     jsonlw::WriterStats stats;
     std::size_t threads = 0;  // distinct threads serialize() ran on
     std::size_t warnings = 0;
+    std::uint64_t serialize_calls = 0;
 };
+
+// Threads of this process now (Linux: /proc/self/task holds one entry per thread).
+std::size_t process_threads()
+{
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+    return n;
+}
 
 // Queues every record before the drain runs (so units are full), then closes the writer and
 // collects every file under the directory.
@@ -59,7 +71,12 @@ Outcome run_with(std::size_t serializers, const std::vector<Rec>& records, Make 
     Writer w = make(loop.executor(), o, dir.path());
     if (concurrent) w.declare_concurrent();
     w.gate_serialize(gate);
+    // start() makes the helpers (the I/O thread exists since the constructor); nothing else
+    // starts or ends a thread meanwhile. Without its helpers the gate below would only open
+    // at its deadline, so this is checked first.
+    const std::size_t threads_before = process_threads();
     w.start();
+    REQUIRE(process_threads() - threads_before == (concurrent ? serializers - 1 : 0));
     for (const Rec& r : records) REQUIRE(w.submit(r) == SubmitResult::accepted);
     loop.start();
     const auto report = close(w);
@@ -67,6 +84,7 @@ Outcome run_with(std::size_t serializers, const std::vector<Rec>& records, Make 
     Outcome out;
     out.stats = report.stats;
     out.threads = w.serialize_threads().size();
+    out.serialize_calls = w.serialize_calls();
     out.warnings = logs.count(LogLevel::warning, "serializer_threads");
     for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
         if (!e.is_regular_file()) continue;
@@ -113,7 +131,7 @@ std::uint64_t expected_unexpected()
 
 }  // namespace
 
-TEST_CASE("4 serializer threads write the same bytes and counters as 1, a malformed, a failing and a KeyError record each dropped alone",
+TEST_CASE("4 serializer threads write the same bytes and counters as 1 and serialize each record exactly once, a malformed, a failing and a KeyError record each dropped alone",
           "[integration][serializers]")
 {
     const auto records = mixed_records();
@@ -126,6 +144,9 @@ TEST_CASE("4 serializer threads write the same bytes and counters as 1, a malfor
     CHECK(one.stats.dropped.unexpected == expected_unexpected());
     CHECK(one.stats.written == kRecords - expected_malformed() - expected_unexpected());
     check_same(one, four);
+    // Once each, on whichever thread: never again on the I/O thread after a helper.
+    CHECK(one.serialize_calls == kRecords);
+    CHECK(four.serialize_calls == kRecords);
     CHECK(four.warnings == 0);
     REQUIRE(four.files.size() == 2);
     CHECK(ids_of(split_lines(four.files[1])).size() == four.stats.written);
@@ -144,6 +165,8 @@ TEST_CASE("a per-key write_batch layout with 4 serializer threads: every key's f
     CHECK(four.threads == 4);
     REQUIRE(one.files.size() == 10);  // 5 keys
     check_same(one, four);
+    CHECK(one.serialize_calls == kRecords);
+    CHECK(four.serialize_calls == kRecords);
     // Within a file, ids increase and all share the key.
     for (std::size_t f = 0; f < four.files.size(); f += 2) {
         const auto ids = ids_of(split_lines(four.files[f + 1]));
@@ -176,6 +199,7 @@ TEST_CASE("under the envelope, 4 serializer threads number the records 0 .. n-1 
         return TestWriter(std::move(ex), std::move(o));
     };
     const Outcome four = run_with<TestWriter>(4, records, make, true, 4);
+    CHECK(four.serialize_calls == kRecords);
     REQUIRE(four.files.size() == 2);
     const auto lines = split_lines(four.files[1]);
     REQUIRE(lines.size() == kRecords);
@@ -195,6 +219,7 @@ TEST_CASE("a writer whose serialize() is not declared concurrent logs one warnin
     CHECK(four.warnings == 1);
     CHECK(one.warnings == 0);
     CHECK(four.threads == 1);
+    CHECK(four.serialize_calls == kRecords);
     check_same(one, four);
 }
 

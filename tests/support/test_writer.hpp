@@ -12,11 +12,12 @@
 // adjacent in the batch) and append() — like a writer that keeps a file per key. It keeps
 // every AppendResult for the test to look at.
 //
-// TestWriter counts on_close() calls and can run an action there (or throw from it). Its
-// serialize() is safe to run concurrently (it touches only its record and a locked set);
-// declare_concurrent() (before start()) lets serializer_threads > 1 use it, and
-// gate_serialize(n) holds serialize() calls until n distinct threads are inside one (or a
-// deadline passes), once, so a test can see the serializer threads work at once.
+// TestWriter counts serialize() calls (a throwing one included) and on_close() calls, and
+// can run an action in on_close() (or throw from it). Its serialize() is safe to run
+// concurrently (it touches only its record, atomics and a locked set); declare_concurrent()
+// (before start()) lets serializer_threads > 1 use it, and gate_serialize(n) holds
+// serialize() calls until n distinct threads are inside one (or a deadline passes), once, so
+// a test can see the serializer threads work at once.
 //
 // Both call shutdown() first in their destructor, as every subclass whose serialize() or
 // write_batch() uses its own members must: the base destructor runs after the members are
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <iterator>
@@ -79,6 +81,9 @@ public:
         return serialize_threads_;
     }
 
+    // serialize() calls so far, on every thread.
+    std::uint64_t serialize_calls() const { return serialize_calls_.load(); }
+
     void declare_concurrent() { concurrent_ = true; }
     void gate_serialize(std::size_t threads) { gate_ = threads; }
 
@@ -96,6 +101,7 @@ protected:
 
     void serialize(const Rec& r, jsonlw::JsonLine& line) override
     {
+        serialize_calls_.fetch_add(1);
         note_thread();
         if (gate_open_.load() < gate_) {  // once open (or past its deadline), for good
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -153,6 +159,7 @@ private:
     bool concurrent_ = false;
     std::size_t gate_ = 0;
     std::atomic<std::size_t> gate_open_{0};
+    std::atomic<std::uint64_t> serialize_calls_{0};
     std::atomic<int> on_close_calls_{0};
     std::atomic<int> timed_out_calls_{0};
     std::thread::id timed_out_thread_{};
