@@ -143,7 +143,8 @@ PerfMetricsRecord worker_example()
     return r;
 }
 
-// Reference §2.4, disagg server: the "12 distinct non-zero spans" stamps.
+// Reference §2.4, disagg server: the "12 distinct non-zero spans" stamps, its timing keys in
+// the order the reference's example gives them.
 PerfMetricsRecord disagg_example()
 {
     PerfMetricsRecord r;
@@ -166,6 +167,11 @@ PerfMetricsRecord disagg_example()
     ctx.timing_metrics.first_token_time = 1000.010;
     ctx.timing_metrics.last_token_time = 1000.010;
     ctx.timing_metrics.server_first_token_time = 1000.015;
+    using K = jsonlw::TimingKey;
+    // The order the example's dicts give (kept as given, as TensorRT-LLM's writer does).
+    ctx.timing_metrics.order = {K::server_arrival_time, K::arrival_time, K::first_scheduled_time,
+                                K::first_token_time, K::last_token_time,
+                                K::server_first_token_time};
     r.ctx = ctx;
     PhaseRecord gen;
     gen.request_id = "gen-1";
@@ -177,6 +183,10 @@ PerfMetricsRecord disagg_example()
     gen.timing_metrics.first_token_time = 1000.066;
     gen.timing_metrics.last_token_time = 1000.200;
     gen.timing_metrics.server_first_token_time = 1000.066;
+    gen.timing_metrics.order = {K::server_arrival_time, K::arrival_time,
+                                K::kv_cache_transfer_start, K::kv_cache_transfer_end,
+                                K::first_scheduled_time, K::first_token_time, K::last_token_time,
+                                K::server_first_token_time};
     r.gen = gen;
     return r;
 }
@@ -252,14 +262,14 @@ TEST_CASE("The disagg-server example of the reference serializes byte for byte t
     const std::string expected =
         R"({"ctx_server":"http://ctx0:8001","gen_server":"http://gen0:8002",)"
         R"("disagg_server_arrival_time":1000.0,"disagg_ctx_dispatch_time":1000.0005,)"
-        R"("disagg_server_first_token_time":1000.078,"status":"complete","disagg_request_id":1,)"
+        R"("disagg_server_first_token_time":1000.078,"status":"complete",)"
         R"("ctx_perf_metrics":{"request_id":"ctx-1","perf_metrics":{"timing_metrics":{)"
         R"("server_arrival_time":1000.001,"arrival_time":1000.003,"first_scheduled_time":1000.006,)"
         R"("first_token_time":1000.01,"last_token_time":1000.01,"server_first_token_time":1000.015}}},)"
         R"("gen_perf_metrics":{"request_id":"gen-1","perf_metrics":{"timing_metrics":{)"
         R"("server_arrival_time":1000.021,"arrival_time":1000.028,"kv_cache_transfer_start":1000.036,)"
         R"("kv_cache_transfer_end":1000.045,"first_scheduled_time":1000.055,"first_token_time":1000.066,)"
-        R"("last_token_time":1000.2,"server_first_token_time":1000.066}}}})";
+        R"("last_token_time":1000.2,"server_first_token_time":1000.066}}},"disagg_request_id":1})";
     const std::string line = line_of(disagg_example());
     CHECK(line == expected);
 
@@ -439,15 +449,16 @@ TEST_CASE("KV transfer stamps are kept without kv_cache_size and left out only w
         CHECK(q.num("/perf_metrics/timing_metrics/kv_cache_transfer_start") == 20.25);
         CHECK(q.num("/perf_metrics/timing_metrics/kv_cache_transfer_end") == 20.5);
     }
-    SECTION("a size is written after the server stamps, with its transfer stamps")
+    SECTION("a size is written after its transfer stamps and before the server stamps")
     {
+        // build_request_metrics_record's order, the worker's default.
         t.server_arrival_time = 10.0;
         t.kv_cache_size = 4096;
         t.kv_cache_transfer_start = 20.25;
         t.kv_cache_transfer_end = 20.5;
         const std::string line = line_of(r);
-        CHECK(line.find(R"("server_arrival_time":10.0,"kv_cache_size":4096,)"
-                        R"("kv_cache_transfer_start":20.25,"kv_cache_transfer_end":20.5})") !=
+        CHECK(line.find(R"("kv_cache_transfer_start":20.25,"kv_cache_transfer_end":20.5,)"
+                        R"("kv_cache_size":4096,"server_arrival_time":10.0})") !=
               std::string::npos);
         CHECK(Parsed(line).integer("/perf_metrics/timing_metrics/kv_cache_size") == 4096);
     }

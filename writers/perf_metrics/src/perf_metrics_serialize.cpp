@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -65,63 +66,131 @@ void optional_int(JsonLine& line, JsonKey key, const std::optional<std::int64_t>
     if (v) line.field(key, *v);
 }
 
-// Worker timing_metrics in schema order (the aggregated / worker line).
-void worker_timing(JsonLine& line, const Where& w, const TimingMetrics& t)
+// The order TensorRT-LLM's helpers build timing_metrics in, for the keys a record does not
+// order itself. A worker's own record: build_request_metrics_record (the lifecycle stamps,
+// the transfer stamps, kv_cache_size, then the HTTP stamps). A ctx/gen phase of a disagg
+// record: build_metrics_record_from_headers (start and end from X-TRTLLM-Start-End-Time, then
+// queue and ttft from Server-Timing), then the rest in the worker's order.
+constexpr std::array<TimingKey, 9> worker_timing_order{
+    TimingKey::arrival_time, TimingKey::first_scheduled_time, TimingKey::first_token_time,
+    TimingKey::last_token_time, TimingKey::kv_cache_transfer_start,
+    TimingKey::kv_cache_transfer_end, TimingKey::kv_cache_size, TimingKey::server_arrival_time,
+    TimingKey::server_first_token_time};
+constexpr std::array<TimingKey, 9> rebuilt_timing_order{
+    TimingKey::arrival_time, TimingKey::last_token_time, TimingKey::first_scheduled_time,
+    TimingKey::first_token_time, TimingKey::kv_cache_transfer_start,
+    TimingKey::kv_cache_transfer_end, TimingKey::kv_cache_size, TimingKey::server_arrival_time,
+    TimingKey::server_first_token_time};
+
+void timing(JsonLine& line, const Where& w, const TimingMetrics& t,
+            const std::array<TimingKey, 9>& fallback)
 {
     line.key("timing_metrics"_key).begin_object();
-    required_stamp(line, w, "arrival_time", t.arrival_time);
-    optional_stamp(line, w, "first_scheduled_time", t.first_scheduled_time);
-    optional_stamp(line, w, "first_token_time", t.first_token_time);
-    required_stamp(line, w, "last_token_time", t.last_token_time);
-    optional_stamp(line, w, "server_arrival_time", t.server_arrival_time);
-    optional_stamp(line, w, "server_first_token_time", t.server_first_token_time);
-    if (t.kv_cache_size && *t.kv_cache_size > 0) line.key("kv_cache_size"_key).value(*t.kv_cache_size);
-    // Newer rule: the transfer stamps do not depend on kv_cache_size (header-derived records
-    // never carry it); they go only when unknown.
-    optional_stamp(line, w, "kv_cache_transfer_start", t.kv_cache_transfer_start);
-    optional_stamp(line, w, "kv_cache_transfer_end", t.kv_cache_transfer_end);
+    for_each_in_order(t.order, fallback, [&](TimingKey k) {
+        switch (k) {
+        case TimingKey::arrival_time:
+            required_stamp(line, w, "arrival_time", t.arrival_time);
+            break;
+        case TimingKey::first_scheduled_time:
+            optional_stamp(line, w, "first_scheduled_time", t.first_scheduled_time);
+            break;
+        case TimingKey::first_token_time:
+            optional_stamp(line, w, "first_token_time", t.first_token_time);
+            break;
+        case TimingKey::last_token_time:
+            required_stamp(line, w, "last_token_time", t.last_token_time);
+            break;
+        case TimingKey::server_arrival_time:
+            optional_stamp(line, w, "server_arrival_time", t.server_arrival_time);
+            break;
+        case TimingKey::server_first_token_time:
+            optional_stamp(line, w, "server_first_token_time", t.server_first_token_time);
+            break;
+        case TimingKey::kv_cache_size:
+            if (t.kv_cache_size && *t.kv_cache_size > 0)
+                line.key("kv_cache_size"_key).value(*t.kv_cache_size);
+            break;
+        // Newer rule: the transfer stamps do not depend on kv_cache_size (header-derived
+        // records never carry it); they go only when unknown.
+        case TimingKey::kv_cache_transfer_start:
+            optional_stamp(line, w, "kv_cache_transfer_start", t.kv_cache_transfer_start);
+            break;
+        case TimingKey::kv_cache_transfer_end:
+            optional_stamp(line, w, "kv_cache_transfer_end", t.kv_cache_transfer_end);
+            break;
+        case TimingKey::count:
+            break;
+        }
+    });
     line.end_object();
 }
 
-// ctx/gen timing_metrics in the order the disagg server rebuilds them (lifecycle order).
-void disagg_worker_timing(JsonLine& line, const Where& w, const TimingMetrics& t)
-{
-    line.key("timing_metrics"_key).begin_object();
-    optional_stamp(line, w, "server_arrival_time", t.server_arrival_time);
-    required_stamp(line, w, "arrival_time", t.arrival_time);
-    if (t.kv_cache_size && *t.kv_cache_size > 0) line.key("kv_cache_size"_key).value(*t.kv_cache_size);
-    optional_stamp(line, w, "kv_cache_transfer_start", t.kv_cache_transfer_start);
-    optional_stamp(line, w, "kv_cache_transfer_end", t.kv_cache_transfer_end);
-    optional_stamp(line, w, "first_scheduled_time", t.first_scheduled_time);
-    optional_stamp(line, w, "first_token_time", t.first_token_time);
-    required_stamp(line, w, "last_token_time", t.last_token_time);
-    optional_stamp(line, w, "server_first_token_time", t.server_first_token_time);
-    line.end_object();
-}
+constexpr std::array<StepKey, std::size_t(StepKey::count)> step_order = [] {
+    std::array<StepKey, std::size_t(StepKey::count)> a{};
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = StepKey(i);
+    return a;
+}();
 
 void step(JsonLine& line, const Where& w, const StepMetrics& s)
 {
     line.begin_object();
-    optional_int(line, "iter", s.iter);
-    optional_stamp(line, w, "forward_start_time", s.forward_start_time);
-    optional_stamp(line, w, "forward_end_time", s.forward_end_time);
-    optional_stamp(line, w, "sample_start_time", s.sample_start_time);
-    optional_stamp(line, w, "sample_end_time", s.sample_end_time);
-    optional_duration(line, w, "gpu_forward_time", s.gpu_forward_time);
-    optional_duration(line, w, "gpu_sample_time", s.gpu_sample_time);
-    optional_stamp(line, w, "token_time", s.token_time);
-    optional_stamp(line, w, "scheduled_time", s.scheduled_time);
-    optional_stamp(line, w, "prev_batch_token_time", s.prev_batch_token_time);
-    optional_int(line, "iter_counter", s.iter_counter);
-    optional_int(line, "iter_batch_size", s.iter_batch_size);
-    optional_int(line, "num_ctx_requests", s.num_ctx_requests);
-    optional_int(line, "num_gen_requests", s.num_gen_requests);
-    optional_int(line, "context_token_number", s.context_token_number);
-    optional_int(line, "generation_token_number", s.generation_token_number);
-    optional_int(line, "req_context_token_number", s.req_context_token_number);
-    optional_int(line, "req_generation_token_number", s.req_generation_token_number);
-    optional_int(line, "num_capacity_fitting", s.num_capacity_fitting);
-    optional_int(line, "num_scheduled", s.num_scheduled);
+    for_each_in_order(s.order, step_order, [&](StepKey k) {
+        switch (k) {
+        case StepKey::iter: optional_int(line, "iter", s.iter); break;
+        case StepKey::forward_start_time:
+            optional_stamp(line, w, "forward_start_time", s.forward_start_time);
+            break;
+        case StepKey::forward_end_time:
+            optional_stamp(line, w, "forward_end_time", s.forward_end_time);
+            break;
+        case StepKey::sample_start_time:
+            optional_stamp(line, w, "sample_start_time", s.sample_start_time);
+            break;
+        case StepKey::sample_end_time:
+            optional_stamp(line, w, "sample_end_time", s.sample_end_time);
+            break;
+        case StepKey::gpu_forward_time:
+            optional_duration(line, w, "gpu_forward_time", s.gpu_forward_time);
+            break;
+        case StepKey::gpu_sample_time:
+            optional_duration(line, w, "gpu_sample_time", s.gpu_sample_time);
+            break;
+        case StepKey::token_time: optional_stamp(line, w, "token_time", s.token_time); break;
+        case StepKey::scheduled_time:
+            optional_stamp(line, w, "scheduled_time", s.scheduled_time);
+            break;
+        case StepKey::prev_batch_token_time:
+            optional_stamp(line, w, "prev_batch_token_time", s.prev_batch_token_time);
+            break;
+        case StepKey::iter_counter: optional_int(line, "iter_counter", s.iter_counter); break;
+        case StepKey::iter_batch_size:
+            optional_int(line, "iter_batch_size", s.iter_batch_size);
+            break;
+        case StepKey::num_ctx_requests:
+            optional_int(line, "num_ctx_requests", s.num_ctx_requests);
+            break;
+        case StepKey::num_gen_requests:
+            optional_int(line, "num_gen_requests", s.num_gen_requests);
+            break;
+        case StepKey::context_token_number:
+            optional_int(line, "context_token_number", s.context_token_number);
+            break;
+        case StepKey::generation_token_number:
+            optional_int(line, "generation_token_number", s.generation_token_number);
+            break;
+        case StepKey::req_context_token_number:
+            optional_int(line, "req_context_token_number", s.req_context_token_number);
+            break;
+        case StepKey::req_generation_token_number:
+            optional_int(line, "req_generation_token_number", s.req_generation_token_number);
+            break;
+        case StepKey::num_capacity_fitting:
+            optional_int(line, "num_capacity_fitting", s.num_capacity_fitting);
+            break;
+        case StepKey::num_scheduled: optional_int(line, "num_scheduled", s.num_scheduled); break;
+        case StepKey::count: break;
+        }
+    });
     line.end_object();
 }
 
@@ -140,14 +209,86 @@ void steps(JsonLine& line, std::string_view phase, JsonKey key,
 void time_breakdown(JsonLine& line, std::string_view phase, const TimeBreakdownMetrics& tb)
 {
     const Where w{phase, "time_breakdown_metrics"};
+    static constexpr std::array<TimeBreakdownKey, 4> fallback{
+        TimeBreakdownKey::ctx_chunk_metrics, TimeBreakdownKey::step_metrics,
+        TimeBreakdownKey::ctx_gpu_forward_time, TimeBreakdownKey::ctx_gpu_sample_time};
     line.key("time_breakdown_metrics"_key).begin_object();
-    steps(line, phase, "ctx_chunk_metrics", tb.ctx_chunk_metrics);
-    steps(line, phase, "step_metrics", tb.step_metrics);
-    optional_duration(line, w, "ctx_gpu_forward_time", tb.ctx_gpu_forward_time);
-    optional_duration(line, w, "ctx_gpu_sample_time", tb.ctx_gpu_sample_time);
+    for_each_in_order(tb.order, fallback, [&](TimeBreakdownKey k) {
+        switch (k) {
+        case TimeBreakdownKey::ctx_chunk_metrics:
+            steps(line, phase, "ctx_chunk_metrics", tb.ctx_chunk_metrics);
+            break;
+        case TimeBreakdownKey::step_metrics:
+            steps(line, phase, "step_metrics", tb.step_metrics);
+            break;
+        case TimeBreakdownKey::ctx_gpu_forward_time:
+            optional_duration(line, w, "ctx_gpu_forward_time", tb.ctx_gpu_forward_time);
+            break;
+        case TimeBreakdownKey::ctx_gpu_sample_time:
+            optional_duration(line, w, "ctx_gpu_sample_time", tb.ctx_gpu_sample_time);
+            break;
+        case TimeBreakdownKey::count: break;
+        }
+    });
     line.end_object();
 }
 
+void kv_cache_metrics(JsonLine& line, const KvCacheMetrics& kv)
+{
+    static constexpr std::array<KvCacheKey, 4> fallback{
+        KvCacheKey::num_total_allocated_blocks, KvCacheKey::num_new_allocated_blocks,
+        KvCacheKey::num_reused_blocks, KvCacheKey::num_missed_blocks};
+    const auto count = [&](KvCacheCounts bit, JsonKey key, std::int64_t v) {
+        if ((kv.counts & bit) != KvCacheCounts::none) line.field(key, v);
+    };
+    line.key("kv_cache_metrics"_key).begin_object();
+    for_each_in_order(kv.order, fallback, [&](KvCacheKey k) {
+        switch (k) {
+        case KvCacheKey::num_total_allocated_blocks:
+            count(KvCacheCounts::num_total_allocated_blocks, "num_total_allocated_blocks"_key,
+                  kv.num_total_allocated_blocks);
+            break;
+        case KvCacheKey::num_new_allocated_blocks:
+            count(KvCacheCounts::num_new_allocated_blocks, "num_new_allocated_blocks"_key,
+                  kv.num_new_allocated_blocks);
+            break;
+        case KvCacheKey::num_reused_blocks:
+            count(KvCacheCounts::num_reused_blocks, "num_reused_blocks"_key, kv.num_reused_blocks);
+            break;
+        case KvCacheKey::num_missed_blocks:
+            count(KvCacheCounts::num_missed_blocks, "num_missed_blocks"_key, kv.num_missed_blocks);
+            break;
+        case KvCacheKey::count: break;
+        }
+    });
+    line.end_object();
+}
+
+void speculative_decoding(JsonLine& line, const Where& w, const SpeculativeDecoding& spec)
+{
+    static constexpr std::array<SpeculativeKey, 3> fallback{
+        SpeculativeKey::acceptance_rate, SpeculativeKey::total_accepted_draft_tokens,
+        SpeculativeKey::total_draft_tokens};
+    line.key("speculative_decoding"_key).begin_object();
+    for_each_in_order(spec.order, fallback, [&](SpeculativeKey k) {
+        switch (k) {
+        case SpeculativeKey::acceptance_rate:
+            line.field("acceptance_rate"_key, finite(spec.acceptance_rate, w, "acceptance_rate"));
+            break;
+        case SpeculativeKey::total_accepted_draft_tokens:
+            line.field("total_accepted_draft_tokens"_key, spec.total_accepted_draft_tokens);
+            break;
+        case SpeculativeKey::total_draft_tokens:
+            line.field("total_draft_tokens"_key, spec.total_draft_tokens);
+            break;
+        case SpeculativeKey::count: break;
+        }
+    });
+    line.end_object();
+}
+
+// Which builder of TensorRT-LLM made the phase: the worker's own record, or the disagg
+// server's rebuild from the worker's headers (see the timing orders above).
 enum class TimingOrder { worker, disagg };
 
 // WorkerPerfMetrics: request_id, perf_metrics, ctx_request_id?, time_breakdown_metrics?.
@@ -159,32 +300,13 @@ void worker_metrics(JsonLine& line, std::string_view phase, const PhaseRecord& p
     write_coerced_id(line, request_id);
 
     line.key("perf_metrics"_key).begin_object();
-    const Where timing{phase, "timing_metrics"};
-    if (order == TimingOrder::worker) worker_timing(line, timing, p.timing_metrics);
-    else disagg_worker_timing(line, timing, p.timing_metrics);
+    timing(line, Where{phase, "timing_metrics"}, p.timing_metrics,
+           order == TimingOrder::worker ? worker_timing_order : rebuilt_timing_order);
     optional_int(line, "first_iter", p.first_iter);
     optional_int(line, "last_iter", p.last_iter);
-    if (const auto& kv = p.kv_cache_metrics) {
-        const auto count = [&](KvCacheCounts bit, JsonKey key, std::int64_t v) {
-            if ((kv->counts & bit) != KvCacheCounts::none) line.field(key, v);
-        };
-        line.key("kv_cache_metrics"_key).begin_object();
-        count(KvCacheCounts::num_total_allocated_blocks, "num_total_allocated_blocks"_key,
-              kv->num_total_allocated_blocks);
-        count(KvCacheCounts::num_new_allocated_blocks, "num_new_allocated_blocks"_key,
-              kv->num_new_allocated_blocks);
-        count(KvCacheCounts::num_reused_blocks, "num_reused_blocks"_key, kv->num_reused_blocks);
-        count(KvCacheCounts::num_missed_blocks, "num_missed_blocks"_key, kv->num_missed_blocks);
-        line.end_object();
-    }
-    if (const auto& spec = p.speculative_decoding; spec && spec->total_draft_tokens > 0) {
-        const Where w{phase, "speculative_decoding"};
-        line.key("speculative_decoding"_key).begin_object();
-        line.field("acceptance_rate"_key, finite(spec->acceptance_rate, w, "acceptance_rate"));
-        line.field("total_accepted_draft_tokens"_key, spec->total_accepted_draft_tokens);
-        line.field("total_draft_tokens"_key, spec->total_draft_tokens);
-        line.end_object();
-    }
+    if (p.kv_cache_metrics) kv_cache_metrics(line, *p.kv_cache_metrics);
+    if (const auto& spec = p.speculative_decoding; spec && spec->total_draft_tokens > 0)
+        speculative_decoding(line, Where{phase, "speculative_decoding"}, *spec);
     line.end_object();
 
     if (ctx_request_id) {
@@ -226,10 +348,6 @@ void disagg_line(const PerfMetricsRecord& rec, JsonLine& line)
     required_stamp(line, w, "disagg_server_first_token_time", t.server_first_token_time,
                    "server_first_token_time");
     line.field("status"_key, rec.status);
-    if (rec.disagg_request_id) {
-        line.key("disagg_request_id"_key);
-        write_coerced_id(line, *rec.disagg_request_id);
-    }
     // The worker sub-records take their ids from the phase (request_id falling back to the
     // record's), as TensorRT-LLM's _jsonl_record() does.
     if (rec.ctx) {
@@ -243,6 +361,11 @@ void disagg_line(const PerfMetricsRecord& rec, JsonLine& line)
         worker_metrics(line, "gen", *rec.gen, rec.gen->request_id.value_or(rec.request_id),
                        rec.gen->ctx_request_id, TimingOrder::disagg);
         line.end_object();
+    }
+    // Last, after gen_perf_metrics: _jsonl_record() appends it once the sub-records are in.
+    if (rec.disagg_request_id) {
+        line.key("disagg_request_id"_key);
+        write_coerced_id(line, *rec.disagg_request_id);
     }
     line.end_object();
 }

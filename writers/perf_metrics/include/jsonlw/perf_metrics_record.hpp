@@ -5,9 +5,16 @@
 // says milliseconds. std::nullopt means "not measured"; so does a timestamp <= 0, which
 // TensorRT-LLM uses for "unset". An unknown time is never written as 0: an optional key is
 // left out, a required key is written as null.
+//
+// Key order: TensorRT-LLM's writer copies the maps it is given (timing_metrics,
+// kv_cache_metrics, speculative_decoding, time_breakdown_metrics and its steps), so each of
+// those structs carries `order`, the keys in the order its producer set them (the Python
+// package fills it from the dict). Keys it does not list follow in the order TensorRT-LLM's
+// own helpers build them (perf_metrics_serialize.cpp says which).
 #pragma once
 
 #include <jsonlw/json_line.hpp>
+#include <jsonlw/perf_metrics_key_order.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -16,6 +23,13 @@
 #include <vector>
 
 namespace jsonlw {
+
+// The keys of TimingMetrics, in its members' order.
+enum class TimingKey : std::uint8_t {
+    arrival_time, first_scheduled_time, first_token_time, last_token_time, server_arrival_time,
+    server_first_token_time, kv_cache_size, kv_cache_transfer_start, kv_cache_transfer_end,
+    count
+};
 
 // The request's lifecycle stamps on one server (seconds).
 struct TimingMetrics {
@@ -28,6 +42,13 @@ struct TimingMetrics {
     std::optional<std::int64_t> kv_cache_size;      // written only when > 0
     std::optional<double> kv_cache_transfer_start;  // disagg gen: KV transfer began
     std::optional<double> kv_cache_transfer_end;    // disagg gen: KV transfer ended
+    // As given. Unlisted keys follow in the order of TensorRT-LLM's builder of the phase: a
+    // worker's own record (build_request_metrics_record): arrival, first_scheduled,
+    // first_token, last_token, kv_cache_transfer_start/end, kv_cache_size, server_arrival,
+    // server_first_token; a ctx/gen phase of a disagg record, rebuilt from the worker's
+    // headers (build_metrics_record_from_headers): arrival, last_token, first_scheduled,
+    // first_token, then the others in the worker's order.
+    KeyOrder<TimingKey> order{};
 };
 
 // The four counts of KvCacheMetrics, as bits of KvCacheMetrics::counts.
@@ -53,6 +74,11 @@ constexpr KvCacheCounts& operator|=(KvCacheCounts& a, KvCacheCounts b) noexcept
     return a = a | b;
 }
 
+enum class KvCacheKey : std::uint8_t {
+    num_total_allocated_blocks, num_new_allocated_blocks, num_reused_blocks, num_missed_blocks,
+    count
+};
+
 struct KvCacheMetrics {
     std::int64_t num_total_allocated_blocks = 0;
     std::int64_t num_new_allocated_blocks = 0;
@@ -64,6 +90,13 @@ struct KvCacheMetrics {
     // dict it was given minus kv_cache_hit_rate, so a dict with fewer keys gives fewer, and
     // none gives "kv_cache_metrics":{} (the Python package sets this from the dict's keys).
     KvCacheCounts counts = KvCacheCounts::all;
+    // The counts as given (those not in `counts` are not written); unlisted ones follow in
+    // the order above.
+    KeyOrder<KvCacheKey> order{};
+};
+
+enum class SpeculativeKey : std::uint8_t {
+    acceptance_rate, total_accepted_draft_tokens, total_draft_tokens, count
 };
 
 // Written only when total_draft_tokens > 0 (acceptance_rate is 0/0 otherwise).
@@ -71,6 +104,16 @@ struct SpeculativeDecoding {
     double acceptance_rate = 0;
     std::int64_t total_accepted_draft_tokens = 0;
     std::int64_t total_draft_tokens = 0;
+    KeyOrder<SpeculativeKey> order{};  // as given; unlisted keys follow in the order above
+};
+
+// The keys of StepMetrics, in its members' order.
+enum class StepKey : std::uint8_t {
+    iter, forward_start_time, forward_end_time, sample_start_time, sample_end_time,
+    gpu_forward_time, gpu_sample_time, token_time, scheduled_time, prev_batch_token_time,
+    iter_counter, iter_batch_size, num_ctx_requests, num_gen_requests, context_token_number,
+    generation_token_number, req_context_token_number, req_generation_token_number,
+    num_capacity_fitting, num_scheduled, count
 };
 
 // One decode step or one context chunk. Every field is optional: unknown ones are left out.
@@ -97,6 +140,11 @@ struct StepMetrics {
     std::optional<std::int64_t> req_generation_token_number;  // steps: 1 + draft length
     std::optional<std::int64_t> num_capacity_fitting;
     std::optional<std::int64_t> num_scheduled;
+    KeyOrder<StepKey> order{};  // as given; unlisted keys follow in the order above
+};
+
+enum class TimeBreakdownKey : std::uint8_t {
+    ctx_chunk_metrics, step_metrics, ctx_gpu_forward_time, ctx_gpu_sample_time, count
 };
 
 struct TimeBreakdownMetrics {
@@ -104,6 +152,8 @@ struct TimeBreakdownMetrics {
     std::vector<StepMetrics> ctx_chunk_metrics;  // left out when empty
     std::optional<double> ctx_gpu_forward_time;  // ms, sum over chunks; written when >= 0
     std::optional<double> ctx_gpu_sample_time;   // ms, sum over chunks; written when >= 0
+    // As given; unlisted keys follow in TimeBreakdownKey's order.
+    KeyOrder<TimeBreakdownKey> order{};
 };
 
 // One worker phase: `server` (a worker's own record) or `ctx` / `gen` (the disagg server's).
@@ -134,7 +184,8 @@ struct DisaggPhase {
 
 // What the serving process submits once per finished request. Without `disagg` it becomes a
 // worker line (built from `server`, which is then required); with `disagg` a disagg-server
-// line (from `disagg`, `ctx`, `gen`). Ids are strings; one made only of digits that fits in
+// line (from `disagg`, `ctx`, `gen`; disagg_request_id is its last key, after
+// gen_perf_metrics, as TensorRT-LLM's _jsonl_record() appends it). Ids are strings; one made only of digits that fits in
 // 64 bits unsigned is written as a JSON integer, as TensorRT-LLM's int() coercion does.
 struct PerfMetricsRecord {
     std::string request_id;
