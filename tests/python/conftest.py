@@ -112,17 +112,19 @@ DISAGG_RECORD = {
     },
 }
 
+# disagg_request_id last, and the ctx/gen timing keys in the order the record gives them
+# (TensorRT-LLM's _jsonl_record() appends the id after gen_perf_metrics and copies the dicts).
 DISAGG_LINE = (
     b'{"ctx_server":"http://ctx0:8001","gen_server":"http://gen0:8002",'
     b'"disagg_server_arrival_time":1000.0,"disagg_ctx_dispatch_time":1000.0005,'
-    b'"disagg_server_first_token_time":1000.078,"status":"complete","disagg_request_id":1,'
+    b'"disagg_server_first_token_time":1000.078,"status":"complete",'
     b'"ctx_perf_metrics":{"request_id":"ctx-1","perf_metrics":{"timing_metrics":{'
     b'"server_arrival_time":1000.001,"arrival_time":1000.003,"first_scheduled_time":1000.006,'
     b'"first_token_time":1000.01,"last_token_time":1000.01,"server_first_token_time":1000.015}}},'
     b'"gen_perf_metrics":{"request_id":"gen-1","perf_metrics":{"timing_metrics":{'
     b'"server_arrival_time":1000.021,"arrival_time":1000.028,"kv_cache_transfer_start":1000.036,'
     b'"kv_cache_transfer_end":1000.045,"first_scheduled_time":1000.055,"first_token_time":1000.066,'
-    b'"last_token_time":1000.2,"server_first_token_time":1000.066}}}}'
+    b'"last_token_time":1000.2,"server_first_token_time":1000.066}}},"disagg_request_id":1}'
 )
 
 

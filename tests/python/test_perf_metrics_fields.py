@@ -1,7 +1,8 @@
 """Every optional field of the §2.2 line shapes, from the Python record to the bytes: the
 binding reads each dict in one walk into its own field table (python/jsonlw/native/
 perf_metrics.cpp), so a field it misnamed or dropped would vanish from the file silently.
-The dicts are given in scrambled key order: the line's order is the schema's."""
+The dicts are given in scrambled key order: the line keeps it, as TensorRT-LLM's writer
+copies the dicts it is given (the record's own keys stay in the schema's order)."""
 
 import copy
 
@@ -9,7 +10,7 @@ from conftest import DISAGG_RECORD
 from jsonlw.trtllm import perf_metrics_line
 
 
-def test_every_step_and_chunk_field_is_written_in_the_schema_order_and_unknown_ones_left_out():
+def test_every_step_and_chunk_field_is_written_in_the_given_order_and_unknown_ones_left_out():
     rec = {"request_id": "11", "phases": {"server": {
         "timing_metrics": {"last_token_time": 11.0, "arrival_time": 10.5},
         "time_breakdown_metrics": {
@@ -27,15 +28,15 @@ def test_every_step_and_chunk_field_is_written_in_the_schema_order_and_unknown_o
             "ctx_chunk_metrics": [{"req_context_token_number": 512, "token_time": 2.5,
                                    "forward_start_time": 2.0}]}}}}
     assert perf_metrics_line(rec) == (
-        b'{"request_id":11,"perf_metrics":{"timing_metrics":{"arrival_time":10.5,'
-        b'"last_token_time":11.0}},"time_breakdown_metrics":{"ctx_chunk_metrics":[{'
-        b'"forward_start_time":2.0,"token_time":2.5,"req_context_token_number":512}],'
-        b'"step_metrics":[{"iter":5,"forward_start_time":1.25,"gpu_forward_time":0.0,'
-        b'"scheduled_time":1.0,"prev_batch_token_time":0.5,"iter_counter":17,'
-        b'"iter_batch_size":8,"num_ctx_requests":1,"num_gen_requests":7,'
-        b'"context_token_number":100,"generation_token_number":7,'
-        b'"req_generation_token_number":1,"num_capacity_fitting":9,"num_scheduled":8}],'
-        b'"ctx_gpu_forward_time":4.5},"status":"complete"}')
+        b'{"request_id":11,"perf_metrics":{"timing_metrics":{"last_token_time":11.0,'
+        b'"arrival_time":10.5}},"time_breakdown_metrics":{"ctx_gpu_forward_time":4.5,'
+        b'"step_metrics":[{"num_scheduled":8,"num_capacity_fitting":9,'
+        b'"req_generation_token_number":1,"generation_token_number":7,'
+        b'"context_token_number":100,"num_gen_requests":7,"num_ctx_requests":1,'
+        b'"iter_batch_size":8,"iter_counter":17,"prev_batch_token_time":0.5,'
+        b'"scheduled_time":1.0,"gpu_forward_time":0.0,"forward_start_time":1.25,"iter":5}],'
+        b'"ctx_chunk_metrics":[{"req_context_token_number":512,"token_time":2.5,'
+        b'"forward_start_time":2.0}]},"status":"complete"}')
 
 
 def test_a_worker_line_carries_its_ctx_and_disagg_request_ids_where_the_schema_puts_them():
@@ -61,7 +62,7 @@ def test_disagg_sub_records_carry_their_own_ids_and_breakdown_and_required_times
     assert perf_metrics_line(d) == (
         b'{"ctx_server":"http://ctx0:8001","gen_server":"http://gen0:8002",'
         b'"disagg_server_arrival_time":1000.0,"disagg_ctx_dispatch_time":null,'
-        b'"disagg_server_first_token_time":null,"status":"complete","disagg_request_id":1,'
+        b'"disagg_server_first_token_time":null,"status":"complete",'
         b'"ctx_perf_metrics":{"request_id":900,"perf_metrics":{"timing_metrics":{'
         b'"server_arrival_time":1000.001,"arrival_time":1000.003,"first_scheduled_time":1000.006,'
         b'"first_token_time":1000.01,"last_token_time":1000.01,"server_first_token_time":1000.015}}},'
@@ -69,11 +70,11 @@ def test_disagg_sub_records_carry_their_own_ids_and_breakdown_and_required_times
         b'"server_arrival_time":1000.021,"arrival_time":1000.028,"kv_cache_transfer_start":1000.036,'
         b'"kv_cache_transfer_end":1000.045,"first_scheduled_time":1000.055,'
         b'"first_token_time":1000.066,"last_token_time":1000.2,"server_first_token_time":1000.066}},'
-        b'"ctx_request_id":55,"time_breakdown_metrics":{"step_metrics":[{"iter":1,'
-        b'"token_time":3.0}]}}}')
+        b'"ctx_request_id":55,"time_breakdown_metrics":{"step_metrics":[{"token_time":3.0,'
+        b'"iter":1}]}},"disagg_request_id":1}')
 
 
-def test_speculative_decoding_is_written_after_kv_cache_metrics_with_its_three_fields():
+def test_speculative_decoding_is_written_after_kv_cache_metrics_its_fields_as_given():
     rec = {"request_id": "3", "phases": {"server": {
         "speculative_decoding": {"total_draft_tokens": 4, "total_accepted_draft_tokens": 3,
                                  "acceptance_rate": 0.75},
@@ -83,5 +84,5 @@ def test_speculative_decoding_is_written_after_kv_cache_metrics_with_its_three_f
     assert perf_metrics_line(rec) == (
         b'{"request_id":3,"perf_metrics":{"timing_metrics":{"arrival_time":1.0,'
         b'"last_token_time":2.0},"first_iter":2,"last_iter":9,"kv_cache_metrics":{'
-        b'"num_missed_blocks":1},"speculative_decoding":{"acceptance_rate":0.75,'
-        b'"total_accepted_draft_tokens":3,"total_draft_tokens":4}},"status":"complete"}')
+        b'"num_missed_blocks":1},"speculative_decoding":{"total_draft_tokens":4,'
+        b'"total_accepted_draft_tokens":3,"acceptance_rate":0.75}},"status":"complete"}')

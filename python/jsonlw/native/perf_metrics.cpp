@@ -45,8 +45,21 @@ struct At {
         return s;                                                                            \
     }())
 
-// A dict's items filed by field (new references, null when absent). Every key must be a
-// str: Python's json would refuse the others, and they would be silently lost.
+// The field a str subclass key names (compared by value), or -1.
+template <std::size_t N>
+int field_by_value(const DictShape<N>& shape, PyObject* k)
+{
+    for (int i = 0; i < int(N); ++i) {
+        const int eq = PyUnicode_Compare(k, shape.key(i));
+        if (eq == 0) return i;
+        if (eq == -1 && PyErr_Occurred()) PyErr_Clear();
+    }
+    return -1;
+}
+
+// A dict's items filed by field (new references, null when absent), and the order its keys
+// came in (TensorRT-LLM's writer copies the dict, so the line keeps that order). Every key
+// must be a str: Python's json would refuse the others, and they would be silently lost.
 template <std::size_t N>
 class Fields {
 public:
@@ -60,9 +73,12 @@ public:
                 if (const int i = shape.find(k); i >= 0) {
                     Py_INCREF(v);
                     v_[std::size_t(i)] = v;
+                    if (n_ < N) order_[n_++] = std::uint8_t(i);
                 }
             } else if (PyUnicode_Check(k)) {
                 subclass_key = true;
+                if (const int i = field_by_value(shape, k); i >= 0 && n_ < N)
+                    order_[n_++] = std::uint8_t(i);
             } else {
                 clear();
                 throw BadRecord(fmt::format("non-string key in {}", at.str().empty() ? "record" : at.str()));
@@ -75,6 +91,16 @@ public:
     Fields& operator=(const Fields&) = delete;
 
     PyObject* operator[](int field) const noexcept { return v_[std::size_t(field)]; }
+
+    // The fields in the dict's order, as the keys of `Key` (a shape listing Key's names
+    // first, in Key's order; fields past them are not keys of the map and are skipped).
+    template <class Key>
+    KeyOrder<Key> order() const noexcept
+    {
+        KeyOrder<Key> o;
+        for (std::size_t i = 0; i < n_; ++i) o.push_back(Key(order_[i]));
+        return o;
+    }
 
 private:
     // A str subclass among the keys: the dict's own lookup decides, as it always did.
@@ -97,6 +123,8 @@ private:
         for (PyObject*& p : v_) Py_CLEAR(p);
     }
     std::array<PyObject*, N> v_{};
+    std::array<std::uint8_t, N> order_{};
+    std::size_t n_ = 0;
 };
 
 std::optional<double> stamp(PyObject* v, const At& at, const char* key)
@@ -131,7 +159,7 @@ PyObject* sub_dict(PyObject* v, const At& at, const char* key, bool required)
     return v;
 }
 
-// The names as the shapes list them (the order of the enums below).
+// The names as the shapes list them (the order of the enums below, and of TimingKey).
 #define JSONLW_TIMING_SHAPE                                                                  \
     JSONLW_SHAPE("arrival_time", "first_scheduled_time", "first_token_time",                 \
                  "last_token_time", "server_arrival_time", "server_first_token_time",        \
@@ -157,11 +185,12 @@ TimingMetrics timing(PyObject* d, const At& w)
     m.kv_cache_size = opt_int(f[t_kv_cache_size], w, "kv_cache_size");
     m.kv_cache_transfer_start = s(t_kv_cache_transfer_start);
     m.kv_cache_transfer_end = s(t_kv_cache_transfer_end);
+    m.order = f.order<TimingKey>();
     return m;
 }
 
 // Steps hold few of their optional keys: walk the dict's own items. Field order: the
-// StepField enum's.
+// StepField enum's (StepKey's); the line keeps the dict's order.
 enum class StepField : std::uint8_t {
     iter, forward_start_time, forward_end_time, sample_start_time, sample_end_time,
     gpu_forward_time, gpu_sample_time, token_time, scheduled_time, prev_batch_token_time,
@@ -200,6 +229,7 @@ void step_field(const DictShape<std::size_t(StepField::count)>& shape, StepMetri
     if (v == Py_None) return;
     const int f = step_field_of(shape, k);
     if (f < 0) return;
+    m.order.push_back(StepKey(f));
     const char* key = shape.name(f);
     auto num = [&](std::optional<double>& out) {
         out = PyFloat_CheckExact(v) ? PyFloat_AS_DOUBLE(v) : to_number(v, At{&w, key}.str());
@@ -297,6 +327,7 @@ PhaseRecord phase(PyObject* d, const At& w)
         count(2, KvCacheCounts::num_reused_blocks, k.num_reused_blocks);
         count(3, KvCacheCounts::num_missed_blocks, k.num_missed_blocks);
         k.kv_cache_hit_rate = stamp(kf[4], at, "kv_cache_hit_rate");
+        k.order = kf.order<KvCacheKey>();
         r.kv_cache_metrics = k;
     }
     if (PyObject* sd = sub_dict(f[p_speculative_decoding], w, "speculative_decoding", false)) {
@@ -308,18 +339,20 @@ PhaseRecord phase(PyObject* d, const At& w)
         s.acceptance_rate = stamp(sf[0], at, "acceptance_rate").value_or(0);
         s.total_accepted_draft_tokens = opt_int(sf[1], at, "total_accepted_draft_tokens").value_or(0);
         s.total_draft_tokens = opt_int(sf[2], at, "total_draft_tokens").value_or(0);
+        s.order = sf.order<SpeculativeKey>();
         r.speculative_decoding = s;
     }
     if (PyObject* tb = sub_dict(f[p_time_breakdown_metrics], w, "time_breakdown_metrics", false)) {
         const At at{&w, "time_breakdown_metrics"};
-        const Fields tf(tb, JSONLW_SHAPE("step_metrics", "ctx_chunk_metrics", "ctx_gpu_forward_time",
+        const Fields tf(tb, JSONLW_SHAPE("ctx_chunk_metrics", "step_metrics", "ctx_gpu_forward_time",
                                          "ctx_gpu_sample_time"),
                         at);
         TimeBreakdownMetrics t;
-        t.step_metrics = steps(tf[0], at, "step_metrics");
-        t.ctx_chunk_metrics = steps(tf[1], at, "ctx_chunk_metrics");
+        t.ctx_chunk_metrics = steps(tf[0], at, "ctx_chunk_metrics");
+        t.step_metrics = steps(tf[1], at, "step_metrics");
         t.ctx_gpu_forward_time = stamp(tf[2], at, "ctx_gpu_forward_time");
         t.ctx_gpu_sample_time = stamp(tf[3], at, "ctx_gpu_sample_time");
+        t.order = tf.order<TimeBreakdownKey>();
         r.time_breakdown_metrics = std::move(t);
     }
     if (PyObject* v = f[p_request_id]; v && v != Py_None)
