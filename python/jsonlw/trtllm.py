@@ -64,6 +64,10 @@ class PerfMetricsJsonlWriter(WriterBase):
     BATCH_SIZE = 64
     SHUTDOWN_TIMEOUT_SECONDS = 5.0
 
+    dropped_records = property(_native.live_count_getter("_live_dropped_records"), doc=(
+        "Records dropped for any reason but a submit after close (queue full, malformed, "
+        "write error, shutdown), as TensorRT-LLM's counter: an int read live, one C call."))
+
     def __init__(self, output_dir, kind="server", *, io_context=None, durability="none"):
         if not isinstance(kind, str):
             raise TypeError(f"kind must be a str, got {type(kind).__name__}")
@@ -74,6 +78,7 @@ class PerfMetricsJsonlWriter(WriterBase):
                                            logger, durability)
         super().__init__(native)
         self.submit = native.fast_submit()  # a builtin: no argument dispatch per record
+        self._live_dropped_records = native.dropped_records_source()
         self._kind = kind
 
     @property
@@ -83,13 +88,6 @@ class PerfMetricsJsonlWriter(WriterBase):
     @property
     def output_dir(self):
         return self._output_dir or None
-
-    @property
-    def dropped_records(self):
-        """Records dropped for any reason but a submit after close (queue full, malformed,
-        write error, shutdown), as TensorRT-LLM's counter."""
-        d = self._native.stats()["dropped"]
-        return sum(v for k, v in d.items() if k != "closed")
 
     def _describe(self):
         return f"PerfMetricsJsonlWriter({self._output_dir!r}, {self._kind!r})"
@@ -162,6 +160,7 @@ class RawOutputDump(_native.RawOutputHook):
         if not self._output_dir:
             _warned_disabled = True  # the C++ writer warns once per process that builds it
         self._native = _native.RawOutputWriter(_io(io_context), self._output_dir, log, max_pending)
+        self._live_dropped = self._native.dropped_source()
         self._inherited = False
         self._closed = False
         self._close_report = None
@@ -205,13 +204,9 @@ class RawOutputDump(_native.RawOutputHook):
         hook_failures, bad_chunks, ..."""
         return self._native.counters()
 
-    @property
-    def dropped(self):
-        """Records (and chunks) lost: hook failures, unreadable chunks, and the writer's drops."""
-        c = self._native.counters()
-        d = self._native.stats()["dropped"]
-        return c["hook_failures"] + c["bad_chunks"] + c["not_recorded"] + sum(d.values())
-
+    dropped = property(_native.live_count_getter("_live_dropped"), doc=(
+        "Records (and chunks) lost: hook failures, unreadable chunks, and the writer's drops; "
+        "an int read live, one C call (TensorRT-LLM's `_dropped`)."))
     _dropped = dropped
 
     @property
@@ -260,6 +255,10 @@ class RequestTraceWriter(WriterBase):
     batch, torn-line isolation and the accounting sidecar <dir>/_writer/<generation>.json.
     """
 
+    dropped_records = property(_native.live_count_getter("_live_dropped_records"), doc=(
+        "Records dropped for any reason but a submit after close, as TensorRT-LLM's counter: "
+        "an int read live, one C call."))
+
     def __init__(self, output_dir=None, *, durable=False, writer_suffix=None, io_context=None):
         if output_dir is None:
             output_dir = os.environ.get(REQUEST_TRACE_DIR_ENV, "")
@@ -272,6 +271,7 @@ class RequestTraceWriter(WriterBase):
                                             durable, writer_suffix)
         super().__init__(native)
         self.submit = None
+        self._live_dropped_records = native.dropped_records_source()
 
     @property
     def enabled_dir(self):

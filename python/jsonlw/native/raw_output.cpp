@@ -285,6 +285,16 @@ void register_raw_output(py::module_& m)
                               [](const RawBox& b) { return b.writer().pending_outputs(); });
     cls.def_property_readonly("max_pending", [](const RawBox& b) { return b.writer().max_pending(); });
     cls.def_property_readonly("bad_chunks", [](const RawBox& b) { return b.bad_chunks.load(); });
+    // RawOutputDump's `_dropped` (a plain int in TensorRT-LLM), read live: records and chunks
+    // lost in the hook (failures, unreadable chunks, not recorded) plus the writer's drops.
+    cls.def("dropped_source", [](std::shared_ptr<RawBox> b) {
+        return live_count_source([b = std::move(b)]() noexcept -> std::uint64_t {
+            b->emit_logs();
+            const RawOutputCounters c = b->writer().counters();
+            return c.hook_failures + c.not_recorded + b->bad_chunks.load() +
+                   b->writer().stats().dropped.total();
+        });
+    });
     bind_writer_common<RawBox>(cls);
 
     m.def("raw_output_dir_from_env", [] { return raw_output_dir_from_env().string(); });

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common.hpp"
+#include "live_count.hpp"
 
 #include <jsonlw/jsonl_record_writer.hpp>
 
@@ -224,6 +225,15 @@ void bind_writer_common(PyClass& cls)
                                [](const Box& b) { return b.writer().file_path().string(); })
         .def_property_readonly("shutdown_timeout", [](const Box& b) {
             return std::chrono::duration<double>(b.writer().options().shutdown_timeout).count();
+        })
+        // TensorRT-LLM's `dropped_records` (a plain int there), read live: every drop but a
+        // submit after close (queue full, malformed, write error, shutdown, ...).
+        .def("dropped_records_source", [](std::shared_ptr<Box> b) {
+            return live_count_source([b = std::move(b)]() noexcept -> std::uint64_t {
+                b->emit_logs();
+                const WriterStats s = b->writer().stats();
+                return s.dropped.total() - s.dropped.closed;
+            });
         });
 }
 
