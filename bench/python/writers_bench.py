@@ -9,6 +9,11 @@ as the seeds describe them) against jsonlw.trtllm on the same records, on one as
                  the final chunk, json.dumps + open/append/close in the caller's thread
                  jsonlw:   jsonlw.trtllm.RawOutputDump
 
+The perf cases also run with a caller that reads `dropped_records` after every submit (as
+callers read TensorRT-LLM's plain int attribute): "+read" (the attribute), and for jsonlw
+"+stats read" (the same number summed from stats(), what the attribute cost before it read
+the live counters).
+
 Per case: records/s end to end (first submit to close done; the producer retries a refused
 record after a 0.2 ms sleep, and waits 0.2 ms while the raw-output writer's queue is three-
 quarters full, so every record is written), event-loop thread CPU per record
@@ -254,7 +259,15 @@ def perf_record(i):
     return from_conftest
 
 
-async def run_perf(make_writer, records):
+def _read_attribute(w):
+    return w.dropped_records
+
+
+def _read_stats(w):
+    return sum(v for k, v in w.stats()["dropped"].items() if k != "closed")
+
+
+async def run_perf(make_writer, records, read=None):
     w = make_writer()
     await w.start()
     ticker = Ticker()
@@ -263,10 +276,13 @@ async def run_perf(make_writer, records):
     cpu0, t0 = time.thread_time(), time.perf_counter()
     retries = 0
     accepted = SubmitResult.accepted
+    seen = 0
     for i, rec in enumerate(records):
         while w.submit(rec) is not accepted:
             retries += 1
             await asyncio.sleep(0.0002)  # back off (a spin on sleep(0) would burn loop CPU)
+        if read is not None:
+            seen = read(w)  # the caller checks the drop count after every submit
         if i % 64 == 63:
             await asyncio.sleep(0)  # a server yields between requests
     ticker.active = False
@@ -277,7 +293,8 @@ async def run_perf(make_writer, records):
     return {"records_per_s": len(records) / (t1 - t0), "loop_cpu_us": (cpu1 - cpu0) / len(records) * 1e6,
             "lag_p50_ms": pct(ticker.producing, 50) * 1e3, "lag_p99_ms": pct(ticker.producing, 99) * 1e3,
             "lag_p99_whole_run_ms": pct(ticker.lags, 99) * 1e3,
-            "refused_then_retried": retries, "lost": dropped, "seconds": t1 - t0}
+            "refused_then_retried": retries, "lost": dropped, "seconds": t1 - t0,
+            "last_read": seen}
 
 
 async def run_raw(make_hook, outputs, chunks_per_output):
@@ -350,6 +367,18 @@ def main():
     d2 = os.path.join(base, "perf-jsonlw")
     results["perf_metrics/jsonlw"] = asyncio.run(run_perf(lambda: PerfMetricsJsonlWriter(d2, "server"), records))
     results["perf_metrics/jsonlw"]["lines"] = count_lines(d2)
+    d5 = os.path.join(base, "perf-baseline-read")
+    results["perf_metrics/baseline+read"] = asyncio.run(
+        run_perf(lambda: BaselinePerfMetricsWriter(d5), records, _read_attribute))
+    results["perf_metrics/baseline+read"]["lines"] = count_lines(d5)
+    d6 = os.path.join(base, "perf-jsonlw-read")
+    results["perf_metrics/jsonlw+read"] = asyncio.run(
+        run_perf(lambda: PerfMetricsJsonlWriter(d6, "server"), records, _read_attribute))
+    results["perf_metrics/jsonlw+read"]["lines"] = count_lines(d6)
+    d7 = os.path.join(base, "perf-jsonlw-stats-read")
+    results["perf_metrics/jsonlw+stats read"] = asyncio.run(
+        run_perf(lambda: PerfMetricsJsonlWriter(d7, "server"), records, _read_stats))
+    results["perf_metrics/jsonlw+stats read"]["lines"] = count_lines(d7)
 
     d3 = os.path.join(base, "raw-baseline")
     results["raw_output/baseline"] = asyncio.run(run_raw(lambda: BaselineRawOutputDump(d3), args.outputs, args.chunks))
@@ -361,11 +390,18 @@ def main():
     print(f"jsonlw {jsonlw.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"{args.records} perf records, {args.outputs} raw outputs x {args.chunks} chunks, files in {base}")
     print("lag: a 1 ms ticker's lateness while the producer submits (p50, p99) and over the whole run")
-    print(f"{'case':<22} {'records/s':>11} {'loop CPU/rec':>13} {'lag p50':>9} {'lag p99':>9} {'p99 all':>9} {'lines':>7} {'lost':>5}")
+    print(f"{'case':<30} {'records/s':>11} {'loop CPU/rec':>13} {'lag p50':>9} {'lag p99':>9} {'p99 all':>9} {'lines':>7} {'lost':>5}")
     for name, r in results.items():
-        print(f"{name:<22} {r['records_per_s']:>11,.0f} {r['loop_cpu_us']:>10.2f} us "
+        print(f"{name:<30} {r['records_per_s']:>11,.0f} {r['loop_cpu_us']:>10.2f} us "
               f"{r['lag_p50_ms']:>6.3f} ms {r['lag_p99_ms']:>6.3f} ms {r['lag_p99_whole_run_ms']:>6.3f} ms "
               f"{r['lines']:>7} {r['lost']:>5}")
+    b = results["perf_metrics/baseline"]
+    for case in ("jsonlw+read", "jsonlw+stats read"):
+        j = results[f"perf_metrics/{case}"]
+        print(f"perf_metrics, {case} after every submit: loop CPU per record "
+              f"1/{b['loop_cpu_us'] / j['loop_cpu_us']:.1f} of the baseline's "
+              f"(1/{results['perf_metrics/baseline+read']['loop_cpu_us'] / j['loop_cpu_us']:.1f} "
+              f"of the baseline's reading its attribute)")
     for kind in ("perf_metrics", "raw_output"):
         b, j = results[f"{kind}/baseline"], results[f"{kind}/jsonlw"]
         print(f"{kind}: end to end {j['records_per_s'] / b['records_per_s']:.1f}x, "
