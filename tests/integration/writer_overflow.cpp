@@ -1,7 +1,9 @@
 // Overflow policies with a full queue (scenario c of issue 2 point 5, and the seed's queue-full
 // test). The queue is filled deterministically: a seam holds the append of record 0, so the
 // drain is stuck while the test fills the queue; what was popped before the hold is computed
-// from the results and stats, never assumed.
+// from the results and stats, never assumed. A submit that waits under the block policy runs
+// on a thread of its own with a deadline, so a wait that ignored block_timeout fails the test
+// instead of hanging it.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -9,6 +11,7 @@
 
 #include <chrono>
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,28 @@ int fill_until_refused(W& w, int limit = 1000)
             return id;
         }
     }
+}
+
+// How long past block_timeout a blocked submit may take to give up: generous, for a loaded
+// machine.
+constexpr auto block_slack = std::chrono::seconds(5);
+
+// w.submit(rec(id)) on another thread, waited for at most `limit`. One still blocked then
+// (its wait ignored the deadline) fails the test: the seam lets the drain go first, so the
+// drain makes room, the submit returns and its thread ends.
+template <class W>
+SubmitResult submit_within(W& w, SeamFileIo& seam, int id, Clock::duration limit)
+{
+    auto f = std::async(std::launch::async, [&w, id] { return w.submit(rec(id)); });
+    if (f.wait_for(limit) != std::future_status::ready) {
+        seam.release();
+        const SubmitResult late = f.get();
+        FAIL("submit(" << id << ") under block still waited after "
+                       << std::chrono::duration_cast<std::chrono::milliseconds>(limit).count()
+                       << " ms; it returned " << jsonlw::to_string(late)
+                       << " once the drain made room");
+    }
+    return f.get();
 }
 
 }  // namespace
@@ -236,14 +261,14 @@ TEST_CASE("block waits at most block_timeout for room, then drops and counts the
     for (; r == SubmitResult::accepted; ++id) {
         REQUIRE(id < 10);
         const auto t0 = Clock::now();
-        r = w.submit(rec(id));
+        r = submit_within(w, *seam, id, o.block_timeout + block_slack);
         took = Clock::now() - t0;
     }
     const int refused = id - 1;
     CHECK(r == SubmitResult::dropped_queue_full);
     CHECK(refused - 1 >= 2);  // two queued before the refusal
     CHECK(took >= std::chrono::milliseconds(100));
-    CHECK(took < std::chrono::milliseconds(100) + std::chrono::seconds(5));
+    CHECK(took < std::chrono::milliseconds(100) + block_slack);
 
     auto s = w.stats();
     INFO("stats: " << s);
@@ -338,7 +363,8 @@ TEST_CASE("async_submit under block waits without blocking its caller: accepted 
         SubmitResult r = SubmitResult::accepted;
         for (; r == SubmitResult::accepted; ++id) {
             REQUIRE(id < 10);
-            r = get_within(w.async_submit(rec(id), boost::asio::use_future));
+            r = get_within(w.async_submit(rec(id), boost::asio::use_future),
+                           o.block_timeout + block_slack);
         }
         CHECK(r == SubmitResult::dropped_queue_full);
         auto s = w.stats();
