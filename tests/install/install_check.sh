@@ -5,6 +5,10 @@
 # package are relocatable, so the copy works where it lies), copies one small program per
 # library out of the source tree, builds each twice — with CMake (find_package(jsonlw
 # CONFIG)) and with plain g++ and pkg-config — runs every binary and compares its output.
+# Any prefix and libdir (lib/<triplet>, lib, lib64): to check one, configure a build of the
+# libraries alone and pass it, e.g.
+#   meson setup B --prefix=/opt/x --libdir=lib -Dtests=false -Dtools=false -Dbench=false
+#   ninja -C B && tests/install/install_check.sh B . "$(command -v meson)" 0
 set -euo pipefail
 build=$(readlink -f "$1") src=$(readlink -f "$2") meson=$3 with_kafka=$4
 
@@ -13,10 +17,23 @@ trap 'rm -rf "$work"' EXIT
 dest=$work/dest
 "$meson" install -C "$build" --no-rebuild --quiet --destdir "$dest" >/dev/null
 
-prefix=$(find "$dest" -name jsonlw.pc -path '*/pkgconfig/*' -printf '%h\n' | head -n 1)
-[[ -n $prefix ]] || { echo "install: no jsonlw.pc under $dest"; exit 1; }
-pcdir=$prefix
-prefix=$(cd "$pcdir/../../.." && pwd)  # <prefix>/lib/<triplet>/pkgconfig
+# Where things went, as meson reports it (never guessed from the layout: libdir may be
+# lib/<triplet>, lib, lib64 or an absolute path): the prefix from the build options, the .pc
+# and CMake package folders from the installed-files map.
+IFS=$'\t' read -r prefix pc cmake_config < <("$meson" introspect "$build" --buildoptions --installed | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+prefix = next(o["value"] for o in d["buildoptions"] if o["name"] == "prefix")
+def installed(suffix):
+    return next((v for v in d["installed"].values() if v.endswith(suffix)), "-")
+print(prefix, installed("/pkgconfig/jsonlw.pc"), installed("/cmake/jsonlw/jsonlwConfig.cmake"), sep="\t")')
+[[ -n $pc && $pc != - ]] || { echo "install: meson installs no jsonlw.pc"; exit 1; }
+[[ -n $cmake_config && $cmake_config != - ]] || { echo "install: meson installs no jsonlwConfig.cmake"; exit 1; }
+prefix=$dest$prefix pcdir=$dest${pc%/jsonlw.pc} cmakedir=$dest${cmake_config%/jsonlwConfig.cmake}
+for f in "$pcdir/jsonlw.pc" "$cmakedir/jsonlwConfig.cmake"; do
+    [[ -f $f ]] || { echo "install: no $f after meson install"; exit 1; }
+done
+echo "prefix ${prefix#"$dest"}, pkg-config files in ${pcdir#"$dest"}, CMake package in ${cmakedir#"$dest"}"
 grep -q '^prefix=${pcfiledir}' "$pcdir/jsonlw.pc" ||
     { echo "install: jsonlw.pc is not relocatable (configure with -Dpkgconfig.relocatable=true)"; exit 1; }
 
@@ -56,7 +73,10 @@ check() {  # check HOW NAME BINARY
 }
 
 # 1. CMake: one configure, one build of every program (-O0: compile time is all they cost).
-cmake -S "$app" -B "$app/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=None \
+# jsonlw_DIR names the package folder: CMAKE_PREFIX_PATH alone does not reach <prefix>/lib64
+# on Debian, whose CMake turns lib64 searching off (Modules/Platform/Linux.cmake).
+cmake -S "$app" -B "$app/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" -Djsonlw_DIR="$cmakedir" \
+      -DCMAKE_BUILD_TYPE=None \
       -DCMAKE_CXX_FLAGS=-O0 -DWITH_KAFKA=$([[ $with_kafka == 1 ]] && echo ON || echo OFF) \
       >"$work/cmake-configure.log" 2>&1 || { cat "$work/cmake-configure.log"; exit 1; }
 cmake --build "$app/cmake-build" -j 2 >"$work/cmake-build.log" 2>&1 || { tail -n 60 "$work/cmake-build.log"; exit 1; }
