@@ -15,6 +15,13 @@
 
 #include <cstdint>
 
+// The one launch syntax of this file. nvcc: the triple-chevron launch. The emulated device
+// (tests/snapshot/emu, docs/snapshot.md "The emulated device") defines it in its cuda_runtime.h
+// to run the same kernels on the CPU; nothing else in this file differs between the two.
+#ifndef JSONLW_LAUNCH
+#define JSONLW_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<grid, block, shared_bytes, stream>>>
+#endif
+
 namespace jsonlw::snapshot::cuda_detail {
 namespace {
 
@@ -56,9 +63,16 @@ __device__ __forceinline__ float load_exact(const char* row, LogitDType dt, std:
 
 __device__ __forceinline__ float ex2_approx(float x)
 {
+#if defined(__CUDA_ARCH__)
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
+#else
+    // Host fallback for the emulated device: libm's exp2f (the PTX instruction is within 2 ulp
+    // of it); .ftz flushes a subnormal result to +0, and so does this.
+    const float y = exp2f(x);
+    return y < 0x1p-126f ? 0.f : y;
+#endif
 }
 
 // --- the element layout of a 16-byte vector ------------------------------------------------
@@ -253,12 +267,15 @@ __global__ void __launch_bounds__(kThreads, 2) partial_kernel(StepArgs a)
 #pragma unroll
         for (int e = 0; e < VE; ++e) cm = fmaxf(cm, elem<DT>(raw[i], e));
     const float M = block_reduce(cm, s_redf, MaxF{});
-    const float ML = M == -INFINITY ? 0.f : M * kLog2e;
-    float s = ext_valid ? ex2_approx(fmaf(ext_x, kLog2e, -ML)) : 0.f;
+    // exp(x - M) as 2^((x - M) log2 e), the difference taken first: fmaf(x, log2e, -M log2e)
+    // carries the rounding of M log2 e, about |M| 2^-24, which for logits of 10^4 and more is
+    // an error of 10^-3 in every logprob (docs/snapshot.md, "What the emulated suite found").
+    const float MS = M == -INFINITY ? 0.f : M;
+    float s = ext_valid ? ex2_approx((ext_x - MS) * kLog2e) : 0.f;
 #pragma unroll
     for (int i = 0; i < NVEC; ++i)
 #pragma unroll
-        for (int e = 0; e < VE; ++e) s += ex2_approx(fmaf(elem<DT>(raw[i], e), kLog2e, -ML));
+        for (int e = 0; e < VE; ++e) s += ex2_approx((elem<DT>(raw[i], e) - MS) * kLog2e);
     const float S = block_reduce(s, s_redf, SumF{});
     // A NaN makes its term NaN; a +inf makes M +inf and its own term inf - inf = NaN. So S is
     // finite exactly when the tile has neither, and then fmaxf/compares are exact on it.
@@ -479,6 +496,11 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
     const float m = s_m;
     std::uint16_t status = 0;
     float lse;
+    // A plain row's logprob is (x - m) - log(s), not x - lse: lse rounded to fp32 is off by up
+    // to half an ulp of m (4e-3 for logits near 7e4), which x - lse would pass on to every
+    // logprob; x - m is exact near the top (docs/snapshot.md, "What the emulated suite found").
+    float log_s = 0.f;
+    bool plain = false;
     if (nan > 0) {
         lse = __uint_as_float(0x7fc00000u);
         status |= flags::has_nan;
@@ -489,8 +511,11 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
         lse = -INFINITY;
         status |= flags::fully_masked;
     } else {
-        lse = m + logf(s_s);
+        log_s = logf(s_s);
+        lse = m + log_s;
+        plain = true;
     }
+    const auto logprob = [&](float x) { return plain ? (x - m) - log_s : x - lse; };
 
     TokenSnapshot* o = a.out + row;
     for (int j = t; j < k; j += kThreads) {
@@ -499,7 +524,7 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
             const float x = load_exact(rowp, a.dtype, id);
             o->topk_ids[j] = id;
             o->topk_logits[j] = x;
-            o->topk_logprobs[j] = x - lse;
+            o->topk_logprobs[j] = logprob(x);
         } else {
             o->topk_ids[j] = -1;
             o->topk_logits[j] = __uint_as_float(0x7fc00000u);
@@ -512,7 +537,7 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
         if (sid >= 0 && sid < a.vocab) {
             const float x = load_exact(rowp, a.dtype, sid);
             o->sampled_logit = x;
-            o->sampled_logprob = x - lse;
+            o->sampled_logprob = logprob(x);
             o->sampled_rank = s_above + 1;
         } else {
             o->sampled_logit = __uint_as_float(0x7fc00000u);
@@ -584,8 +609,8 @@ template <LogitDType DT>
 cudaError_t launch_partial_dt(const StepArgs& a, const StepPlan& p, cudaStream_t st)
 {
     const dim3 grid(static_cast<unsigned>(p.tiles), static_cast<unsigned>(a.rows));
-    if (p.vectors == 2) partial_kernel<DT, 2><<<grid, kThreads, 0, st>>>(a);
-    else partial_kernel<DT, 8><<<grid, kThreads, 0, st>>>(a);
+    if (p.vectors == 2) JSONLW_LAUNCH(grid, kThreads, 0, st, partial_kernel<DT, 2>)(a);
+    else JSONLW_LAUNCH(grid, kThreads, 0, st, partial_kernel<DT, 8>)(a);
     return cudaGetLastError();
 }
 
@@ -627,7 +652,7 @@ cudaError_t launch_partial(const StepArgs& a, const StepPlan& p, cudaStream_t st
 cudaError_t launch_merge(const StepArgs& a, const StepPlan& p, cudaStream_t st) noexcept
 {
     if (a.rows <= 0) return cudaSuccess;
-    merge_kernel<<<static_cast<unsigned>(a.rows), kThreads, 0, st>>>(a, p.tiles);
+    JSONLW_LAUNCH(static_cast<unsigned>(a.rows), kThreads, 0, st, merge_kernel)(a, p.tiles);
     return cudaGetLastError();
 }
 
@@ -640,7 +665,7 @@ cudaError_t launch_step(const StepArgs& a, const StepPlan& p, cudaStream_t st) n
 cudaError_t launch_first_gen(const FirstGenArgs& a, cudaStream_t st) noexcept
 {
     if (a.count <= 0) return cudaSuccess;
-    first_gen_kernel<<<static_cast<unsigned>(a.count), kThreads, 0, st>>>(a);
+    JSONLW_LAUNCH(static_cast<unsigned>(a.count), kThreads, 0, st, first_gen_kernel)(a);
     return cudaGetLastError();
 }
 
