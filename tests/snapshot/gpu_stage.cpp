@@ -1,7 +1,9 @@
 // The CUDA backend against the CPU reference (docs/snapshot.md §4.6, GPU list): shapes and
 // dtypes, padded and misaligned rows, ties across tiles, NaN/inf rows, edge sampled ids,
-// determinism, first-gen bytes and the asynchronous hand-off. Exits 77 (meson: SKIP) before
-// Catch2 starts when no CUDA device is usable, so it passes on machines without a GPU.
+// determinism, first-gen bytes and the asynchronous hand-off. Built twice: against cudart
+// (exits 77, meson: SKIP, before Catch2 starts when no CUDA device is usable) and against the
+// emulated device (tests/snapshot/emu, JSONLW_SNAPSHOT_EMULATED_DEVICE), where it runs on every
+// machine and adds what only an emulator can do: schedule seeds, stalled streams, faults.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -10,6 +12,10 @@
 #include <jsonlw/snapshot/stage.hpp>
 
 #include <cuda_runtime_api.h>
+#if defined(JSONLW_SNAPSHOT_EMULATED_DEVICE)
+#include <jsonlw_emu/faults.hpp>
+#include <jsonlw_emu/simt.hpp>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -367,10 +373,29 @@ TEST_CASE("GPU first-gen rows equal the CPU conversion byte for byte", "[gpu]")
 }
 
 namespace {
-void CUDART_CB sleep_5ms(void*) { std::this_thread::sleep_for(5ms); }
+// Stream work that ends only when the test opens it (or after 10 s, which the test then sees):
+// a capture() that waited for its stream could not return before the gate opened.
+struct Gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool open = false;
+    bool timed_out = false;
+    void release()
+    {
+        std::lock_guard lock(m);
+        open = true;
+        cv.notify_all();
+    }
+};
+void CUDART_CB wait_gate(void* p)
+{
+    auto* g = static_cast<Gate*>(p);
+    std::unique_lock lock(g->m);
+    if (!g->cv.wait_for(lock, 10s, [g] { return g->open; })) g->timed_out = true;
+}
 }  // namespace
 
-TEST_CASE("GPU capture() returns at once behind 5 ms of stream work; the batch comes later", "[gpu]")
+TEST_CASE("GPU capture() returns while its stream is still blocked; the batch comes later", "[gpu]")
 {
     const int rows = 64, v = 152064;
     const auto h = random_logits(LogitDType::BF16, rows, v, v, 61);
@@ -391,24 +416,29 @@ TEST_CASE("GPU capture() returns at once behind 5 ms of stream work; the batch c
     const LogitsView view{dl.p, LogitDType::BF16, rows, v, v, device};
     // Warm up (first launches load modules), then time.
     REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
-    REQUIRE(stage->drain(5s));
+    REQUIRE(stage->drain(30s));
     std::vector<double> us;
     for (int i = 0; i < 5; ++i) {
-        CUDA_OK(cudaLaunchHostFunc(stream, sleep_5ms, nullptr));
+        Gate gate;
+        CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
         const std::size_t before = c.count();
         const auto t0 = std::chrono::steady_clock::now();
         const auto r = stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream);
         const auto t1 = std::chrono::steady_clock::now();
         REQUIRE(r == CaptureResult::Enqueued);
         REQUIRE(c.count() == before);  // not before the stream got there
+        gate.release();
         us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        REQUIRE(stage->drain(5s));
+        REQUIRE(stage->drain(30s));
+        REQUIRE(!gate.timed_out);  // capture() returned with the gate still closed
         REQUIRE(c.count() == before + 1);
         REQUIRE(c.threads.back() != std::this_thread::get_id());
     }
     std::sort(us.begin(), us.end());
-    std::printf("capture() behind a busy stream: min %.1f us, median %.1f us\n", us[0], us[2]);
-    CHECK(us[2] < 50.0);
+    std::printf("capture() behind a blocked stream: min %.1f us, median %.1f us, max %.1f us\n", us[0], us[2], us[4]);
+#if !defined(JSONLW_SNAPSHOT_EMULATED_DEVICE)
+    CHECK(us[2] < 50.0);  // a real GPU: enqueue calls only
+#endif
     const auto st = stage->stats();
     CHECK(st.watchdog_fires == 0);
     CHECK(st.delivered_batches == 6);
@@ -437,12 +467,205 @@ TEST_CASE("GPU full ring drops the step instead of waiting", "[gpu]")
     auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
     std::vector<RowMeta> meta(rows);
     const LogitsView view{dl.p, LogitDType::F32, rows, v, v, device};
-    CUDA_OK(cudaLaunchHostFunc(stream, sleep_5ms, nullptr));
+    Gate gate;  // the stream holds both slots until the third capture has returned
+    CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
     CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
     CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
     CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Dropped);
-    REQUIRE(stage->drain(5s));
+    gate.release();
+    REQUIRE(stage->drain(30s));
+    CHECK(!gate.timed_out);
+    CHECK(c.count() == 2);
     CHECK(stage->stats().dropped_steps == 1);
+    CHECK(stage->stats().delivered_batches == 2);
     stage.reset();
     cudaStreamDestroy(stream);
 }
+
+TEST_CASE("GPU ties spread over every tile overflow the merge's shared-memory cap and stay exact", "[gpu]")
+{
+    // Every 12th logit is the row's maximum: each thread of each tile holds one, so every tile
+    // lists its ~340 maxima (under its 512-candidate cap) and the merge gets far more than its
+    // 2048 shared-memory slots: the global-memory argmax rounds.
+    const int v = 152064;
+    for (LogitDType dt : {LogitDType::BF16, LogitDType::F32}) {
+        auto h = random_logits(dt, 3, v, v, 81, 0.5f);
+        for (int r = 0; r < 3; ++r)
+            for (int i = r; i < v; i += 12) h.set(r, i, 5.0f);
+        run_and_compare(h, {0, 13, v - 1}, 64);
+        run_and_compare(h, {12, 1, 152052}, 1);
+    }
+}
+
+#if defined(JSONLW_SNAPSHOT_EMULATED_DEVICE)
+namespace {
+// Restores the emulated device after a case that broke it on purpose.
+struct DeviceReset {
+    ~DeviceReset()
+    {
+        jsonlw::emu::reset_device();
+        jsonlw::emu::set_schedule_seed(0);
+    }
+};
+}  // namespace
+
+TEST_CASE("Emulated GPU: the same bits under every schedule seed", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    struct Case {
+        HostLogits h;
+        std::vector<std::int32_t> sampled;
+        int k;
+    };
+    std::vector<Case> cases;
+    cases.push_back({random_logits(LogitDType::BF16, 8, 152064, 152064, 91), random_sampled(8, 152064, 92), 20});
+    cases.push_back({random_logits(LogitDType::F16, 3, 4097, 4097 + 5, 93), random_sampled(3, 4097, 94), 64});
+    {
+        HostLogits t(LogitDType::F32, 2, 32000, 32000);
+        std::mt19937_64 rng(95);
+        for (int i = 0; i < 32000; ++i) {
+            t.set(0, i, float(rng() % 3) * 0.5f);  // heavy ties: candidate slots race
+            t.set(1, i, i % 7 == 0 ? 2.0f : -1.0f);
+        }
+        t.set(1, 9, std::nanf(""));
+        cases.push_back({t, {5, 9}, 64});
+    }
+    for (const Case& c : cases) {
+        jsonlw::emu::set_schedule_seed(0);
+        const auto base = run_and_compare(c.h, c.sampled, c.k);
+        for (std::uint64_t seed : {1u, 2u, 3u, 0xfeedu}) {
+            INFO("schedule seed " << seed);
+            jsonlw::emu::set_schedule_seed(seed);
+            const auto again = run_and_compare(c.h, c.sampled, c.k);
+            REQUIRE(std::memcmp(base.rows.data(), again.rows.data(), base.rows.size() * sizeof(TokenSnapshot)) == 0);
+        }
+    }
+}
+
+TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never runs", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    const int rows = 4, v = 4096;
+    const auto h = random_logits(LogitDType::F32, rows, v, v, 101);
+    const auto s = random_sampled(rows, v, 102);
+    DeviceBuffer dl(h.bytes.size()), ds(s.size() * 4);
+    CUDA_OK(cudaMemcpy(dl.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    Collector c;
+    SnapshotConfig cfg;
+    cfg.max_rows = rows;
+    cfg.max_vocab = v;
+    cfg.watchdog = 50ms;
+    // The stage's copy stream (made inside create()) holds its first host function: the copy
+    // and its event complete, the completion callback does not come.
+    jsonlw::emu::stall_new_streams(true, jsonlw::emu::StallAt::next_host_func);
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    jsonlw::emu::stall_new_streams(false);
+    std::vector<RowMeta> meta(rows);
+    const LogitsView view{dl.p, LogitDType::F32, rows, v, v, 0};
+    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->drain(30s));
+    REQUIRE(c.count() == 1);
+    CHECK(!c.failed[0]);
+    CHECK(stage->stats().watchdog_fires == 1);
+    RowScratch scratch;
+    for (int r = 0; r < rows; ++r) {
+        TokenSnapshot ref{};
+        reference_row(h.row(r), h.dtype, v, s[std::size_t(r)], cfg.k, ref, scratch);
+        compare_row(c.rows[0][std::size_t(r)], ref, cfg.k);
+    }
+    jsonlw::emu::release_all_streams();  // the late host function finds its slot delivered
+    stage.reset();
+    CHECK(c.count() == 1);
+}
+
+TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, named by memcheck", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    const int rows = 2, v = 4096;
+    const auto h = random_logits(LogitDType::F32, rows, v, v, 111);
+    const auto s = random_sampled(rows, v, 112);
+    void* short_logits = nullptr;  // one and a half rows of the two the view claims
+    CUDA_OK(cudaMalloc(&short_logits, std::size_t(v) * 4 * 3 / 2));
+    DeviceBuffer ds(s.size() * 4);
+    CUDA_OK(cudaMemcpy(short_logits, h.bytes.data(), std::size_t(v) * 4 * 3 / 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    Collector c;
+    SnapshotConfig cfg;
+    cfg.max_rows = rows;
+    cfg.max_vocab = v;
+    cfg.watchdog = 50ms;
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    std::vector<RowMeta> meta(rows);
+    const LogitsView view{short_logits, LogitDType::F32, rows, v, v, 0};
+    (void)jsonlw::emu::take_kernel_report();
+    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->drain(30s));
+    REQUIRE(c.count() == 1);
+    CHECK(c.failed[0]);
+    const auto st = stage->stats();
+    CHECK(st.watchdog_fires == 1);  // the failed context skips the host function
+    CHECK(st.last_error.find("cudaErrorIllegalAddress") != std::string::npos);
+    const std::string report = jsonlw::emu::take_kernel_report();
+    INFO(report);
+    CHECK(report.find("memcheck: invalid read") != std::string::npos);
+    CHECK(report.find("after the end of the 24576-byte device allocation") != std::string::npos);
+    CHECK(report.find("block (") != std::string::npos);
+    jsonlw::emu::reset_device();
+    stage.reset();
+    (void)cudaFree(short_logits);
+}
+
+TEST_CASE("Emulated GPU: a refused launch fails that step alone; the next one is exact", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    const int rows = 3, v = 1000;
+    const auto h = random_logits(LogitDType::BF16, rows, v, v, 121);
+    const auto s = random_sampled(rows, v, 122);
+    DeviceBuffer dl(h.bytes.size()), ds(s.size() * 4);
+    CUDA_OK(cudaMemcpy(dl.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    Collector c;
+    SnapshotConfig cfg;
+    cfg.max_rows = rows;
+    cfg.max_vocab = v;
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    std::vector<RowMeta> meta(rows);
+    const LogitsView view{dl.p, LogitDType::BF16, rows, v, v, 0};
+    jsonlw::emu::fail_next_launch(cudaErrorLaunchOutOfResources);
+    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->drain(30s));
+    REQUIRE(c.count() == 2);
+    CHECK(c.failed[0]);
+    CHECK(!c.failed[1]);
+    CHECK(stage->stats().last_error == "kernel launch: cudaErrorLaunchOutOfResources (too many resources requested for launch)");
+    RowScratch scratch;
+    for (int r = 0; r < rows; ++r) {
+        TokenSnapshot ref{};
+        reference_row(h.row(r), h.dtype, v, s[std::size_t(r)], cfg.k, ref, scratch);
+        compare_row(c.rows[1][std::size_t(r)], ref, cfg.k);
+    }
+}
+
+TEST_CASE("Emulated GPU: a device allocation that fails makes create() throw, naming it", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    Collector c;
+    SnapshotConfig cfg;
+    cfg.max_rows = 4;
+    cfg.max_vocab = 1000;
+    jsonlw::emu::fail_allocation_after(1);  // partials succeed, candidates fail
+    try {
+        (void)SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+        FAIL("create() succeeded");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()) ==
+              "SnapshotStage::create: Backend::Cuda unavailable: cudaMalloc(candidates): "
+              "cudaErrorMemoryAllocation (out of memory)");
+    }
+    // Backend::Auto never picks the emulated device.
+    auto cpu = SnapshotStage::create(cfg, Backend::Auto, c.sink());
+    CHECK(cpu->backend() == Backend::Cpu);
+}
+#endif

@@ -66,6 +66,11 @@ std::unique_ptr<SnapshotStage> SnapshotStage::create(const SnapshotConfig& confi
     detail::validate_config(config);
     if (!sink) throw std::invalid_argument("SnapshotStage::create: the sink is empty");
     if (backend == Backend::Cpu) return detail::make_cpu_stage(config, std::move(sink));
+#if defined(JSONLW_SNAPSHOT_EMULATED_DEVICE)
+    // The test-only build against the emulated device (tests/snapshot/emu): only an explicit
+    // Backend::Cuda reaches it, so Auto means the CPU there as on any machine without a GPU.
+    if (backend == Backend::Auto) return detail::make_cpu_stage(config, std::move(sink));
+#endif
     std::string why;
     if (auto stage = detail::make_cuda_stage(config, sink, &why)) return stage;
     if (backend == Backend::Cuda)
