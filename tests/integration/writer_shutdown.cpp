@@ -18,6 +18,15 @@ using jsonlw::LogLevel;
 using jsonlw::SubmitResult;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// A flush here waits for at most 1,500 small records, written in milliseconds: 5 s is still
+// generous, and a flush that never completes fails its test in seconds rather than after the
+// default 20 s (four tests here wait on a flush of queued records: 80 s together).
+constexpr std::chrono::seconds flush_deadline{5};
+
+}  // namespace
+
 TEST_CASE("async_close writes every queued record before completing, and a later submit returns closed and is counted",
           "[integration][shutdown][seed][5g]")
 {
@@ -55,7 +64,7 @@ TEST_CASE("async_close writes every queued record before completing, and a later
     CHECK(count_lines(w.file_path()) == 2000);
 
     // Flush and close again after close: both complete; the second close reports the same.
-    flush(w);
+    flush(w, flush_deadline);
     const auto again = close(w);
     CHECK(again.drained);
     CHECK(again.stats.written == 2000);
@@ -72,7 +81,7 @@ TEST_CASE("async_close of an idle writer completes at once with drained = true",
     w.start();
     loop.start();
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
-    flush(w);
+    flush(w, flush_deadline);
     const auto report = close(w);
     CHECK(report.drained);
     CHECK(report.stats.written == 1);
@@ -165,7 +174,7 @@ TEST_CASE("destroying a writer that was never closed does not hang", "[integrati
             TestWriter w(loop.executor(), o);
             w.start();
             for (int i = 0; i < 10; ++i) w.submit(rec(i));
-            flush(w);
+            flush(w, flush_deadline);
             path = w.file_path();
         }
         CHECK(count_lines(path) == 10);
@@ -189,7 +198,7 @@ TEST_CASE("a close issued from the completion handler of a flush drains everythi
         flush_error = ec;
         w.async_close([&](std::error_code, jsonlw::CloseReport r) { done.set_value(r); });
     });
-    const auto report = get_within(f);
+    const auto report = get_within(f, flush_deadline);  // the flush's completion closes
     CHECK_FALSE(flush_error);
     CHECK(report.drained);
     CHECK(report.stats.written == 100);
@@ -214,7 +223,7 @@ TEST_CASE("on_close runs once on the I/O thread after every queued record is wri
     w.start();
     for (int i = 0; i < 1000; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     loop.start();
-    flush(w);
+    flush(w, flush_deadline);
     CHECK(w.on_close_calls() == 0);  // a flush is not a close
     for (int i = 1000; i < 1500; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     const auto report = close(w);
