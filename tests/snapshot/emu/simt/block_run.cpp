@@ -86,6 +86,16 @@ bool BlockRun::run()
     runnable_.clear();
     runnable_.reserve(std::size_t(n));
     head_ = 0;
+    runnable_count_ = 0;
+    by_warp_ = (seed_ & 1u) != 0;
+    if (by_warp_) {
+        const int warps = (n + 31) / 32;
+        warp_runnable_.assign(std::size_t(warps), {});
+        warp_order_.resize(std::size_t(warps));
+        for (int w = 0; w < warps; ++w) warp_order_[std::size_t(w)] = w;
+        for (int w = warps - 1; w > 0; --w)
+            std::swap(warp_order_[std::size_t(w)], warp_order_[std::size_t(next_random() % std::uint64_t(w + 1))]);
+    }
     for (int i = 0; i < n; ++i) {
         Lane& l = lanes_[std::size_t(i)];
         l.ts.thread_idx = uint3{unsigned(i) % block_.x, (unsigned(i) / block_.x) % block_.y,
@@ -96,11 +106,11 @@ bool BlockRun::run()
         l.ts.linear = i;
         l.ts.block = this;
         l.ctx = bcd::make_fcontext(stacks_.top(i), FiberStacks::stack_bytes, &BlockRun::entry);
-        runnable_.push_back(i);
+        make_runnable(i);
     }
     live_ = n;
     while (!failed_) {
-        if (head_ == runnable_.size()) {
+        if (runnable_count_ == 0) {
             if (live_ > 0) {
                 failed_ = true;
                 report_ = "deadlock in block (" + std::to_string(block_idx_.x) + "," +
@@ -121,6 +131,18 @@ bool BlockRun::run()
 
 int BlockRun::pick()
 {
+    --runnable_count_;
+    if (by_warp_) {
+        for (int w : warp_order_) {
+            std::vector<int>& pool = warp_runnable_[std::size_t(w)];
+            if (pool.empty()) continue;
+            const std::size_t j = std::size_t(next_random() % pool.size());
+            const int i = pool[j];
+            pool[j] = pool.back();
+            pool.pop_back();
+            return i;
+        }
+    }
     if (seed_ != 0) {
         const std::size_t left = runnable_.size() - head_;
         const std::size_t j = head_ + std::size_t(next_random() % left);
@@ -137,7 +159,9 @@ int BlockRun::pick()
 void BlockRun::make_runnable(int lane)
 {
     lanes_[std::size_t(lane)].state = State::runnable;
-    runnable_.push_back(lane);
+    ++runnable_count_;
+    if (by_warp_) warp_runnable_[std::size_t(lane >> 5)].push_back(lane);
+    else runnable_.push_back(lane);
 }
 
 void BlockRun::entry(bcd::transfer_t t)

@@ -78,8 +78,16 @@ private:
     const void* closure_;
 
     std::vector<Lane> lanes_;
+    // Runnable threads. Seed 0: one FIFO (thread order). An even seed: one pool, a uniformly
+    // random pick. An odd seed: a pool per warp and a random priority order of the warps; the
+    // highest-priority warp with a runnable thread runs (random among its threads), so one warp
+    // races ahead of the others between barriers, the order a missing barrier needs to show.
     std::vector<int> runnable_;
     std::size_t head_ = 0;
+    bool by_warp_ = false;
+    std::vector<std::vector<int>> warp_runnable_;
+    std::vector<int> warp_order_;  // warps, highest priority first
+    std::size_t runnable_count_ = 0;
     boost::context::detail::fcontext_t sched_ = nullptr;
     int live_ = 0;
     int arrived_ = 0;              // threads waiting at the barrier

@@ -50,7 +50,9 @@ void scheduling_point();
 
 // --- settings (any host thread; they apply to launches that start afterwards) -------------
 // Seed of the order in which a block's runnable threads run between barriers and collectives.
-// 0 (the default, or $JSONLW_EMU_SEED): thread order; any other value: a random order from it.
+// 0 (the default, or $JSONLW_EMU_SEED): thread order. An even seed: each next thread drawn at
+// random. An odd seed: the warps get a random priority and the highest-priority warp that can
+// run does (one warp races ahead of the rest between barriers, as a missing barrier needs).
 void set_schedule_seed(std::uint64_t seed) noexcept;
 std::uint64_t schedule_seed() noexcept;
 // OS threads that run a grid's blocks (default: $JSONLW_EMU_THREADS, else the cores, at most 8).
