@@ -514,6 +514,55 @@ TEST_CASE("GPU ties spread over every tile overflow the merge's shared-memory ca
     }
 }
 
+TEST_CASE("GPU candidate counts at the caps: 512 and 513 in one tile, 2048 and 2049 in a merge", "[gpu]")
+{
+    // fp32, a few rows: 2-vector tiles of 2048 logits (256 threads x 2 vectors x 4). A tile
+    // whose every thread holds one of its c maxima lists exactly c candidates (over 512: the
+    // exact fallback); tiles that all list their maxima hand the merge the sum (over 2048: the
+    // global-memory rounds). Row 0: one tile with 512, row 1: 513; rows 2-3: five tiles
+    // summing to 2048 and 2049.
+    const float top = 10.f;
+    auto spread = [&](HostLogits& h, int r, int tile, int count) {
+        for (int j = 0; j < count; ++j) {
+            const int thread = j % 256, vec = j / 256;  // vector `thread` then `thread + 256`
+            h.set(r, tile * 2048 + (thread + vec * 256) * 4, top);
+        }
+    };
+    {
+        auto h = random_logits(LogitDType::F32, 2, 2048, 2048, 141, 0.5f);
+        spread(h, 0, 0, 512);
+        spread(h, 1, 0, 513);
+        run_and_compare(h, {0, 2044}, 64);
+        run_and_compare(h, {4, 1020}, 1);
+    }
+    {
+        auto h = random_logits(LogitDType::F32, 2, 5 * 2048, 5 * 2048, 142, 0.5f);
+        for (int t = 0; t < 5; ++t) {
+            spread(h, 0, t, t < 4 ? 410 : 408);  // 2048
+            spread(h, 1, t, t < 4 ? 410 : 409);  // 2049
+        }
+        run_and_compare(h, {0, 5 * 2048 - 4}, 64);
+        run_and_compare(h, {8, 3}, 20);
+    }
+}
+
+TEST_CASE("GPU tiles whose elements sit in only one or two warps, k up to 64", "[gpu]")
+{
+    // bf16 rows of 500 (62 vectors and a tail of 4: warps 0 and 1 hold elements) and of 250
+    // (one warp): the threshold's q = ceil(k / warps) reaches 32 and 64. Large rows first, so a
+    // threshold left over from a previous block would be too high for the small rows after.
+    for (int v : {500, 250}) {
+        HostLogits h(LogitDType::BF16, 8, v, v);
+        std::mt19937_64 rng(151);
+        for (int r = 0; r < 8; ++r)
+            for (int i = 0; i < v; ++i)
+                h.set(r, i, float(int(rng() % 2000) - 1000) / 100.f + ((r / 2) % 2 ? -50.f : 50.f));
+        std::vector<std::int32_t> sampled(8);
+        for (int r = 0; r < 8; ++r) sampled[std::size_t(r)] = (r * 61) % v;
+        for (int k : {64, 33, 32, 20}) run_and_compare(h, sampled, k);
+    }
+}
+
 #if defined(JSONLW_SNAPSHOT_EMULATED_DEVICE)
 namespace {
 // Restores the emulated device after a case that broke it on purpose.
@@ -617,7 +666,14 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
     std::vector<RowMeta> meta(rows);
     const LogitsView view{short_logits, LogitDType::F32, rows, v, v, 0};
     (void)jsonlw::emu::take_kernel_report();
-    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, nullptr) == CaptureResult::Enqueued);
+    // The kernel runs only after capture() returned (else its sticky error may reach one of
+    // capture()'s own calls, which then fail the step themselves): the watchdog's case.
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    Gate gate;
+    CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
+    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
+    gate.release();
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 1);
     CHECK(c.failed[0]);
@@ -631,6 +687,7 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
     CHECK(report.find("block (") != std::string::npos);
     jsonlw::emu::reset_device();
     stage.reset();
+    (void)cudaStreamDestroy(stream);
     (void)cudaFree(short_logits);
 }
 
