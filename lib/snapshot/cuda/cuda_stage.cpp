@@ -391,14 +391,16 @@ private:
                     break;
                 const cudaError_t q = cudaEventQuery(slots_[std::size_t(slot)].copied);
                 if (q == cudaErrorNotReady) break;
-                if (q == cudaSuccess) {
-                    if (ring_->complete(slot, false) && !poll)
-                        counters_.watchdog_fired();
-                } else {
+                // Counted before the batch is handed on, so a sink that reads stats() when
+                // the batch arrives sees this completion counted.
+                const bool failed = q != cudaSuccess;
+                if (failed) {
                     (void)cudaGetLastError();
                     counters_.set_error(cuda_error_text("watchdog: cudaEventQuery", q));
-                    if (ring_->complete(slot, true) && !poll)
-                        counters_.watchdog_fired();
+                }
+                if (ring_->claim(slot)) {
+                    if (!poll) counters_.watchdog_fired();
+                    ring_->finish(slot, failed);
                 }
                 if (!poll) break;  // the oldest only
             }

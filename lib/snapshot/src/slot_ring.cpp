@@ -131,14 +131,23 @@ bool SlotRing::enqueued(int slot, std::int64_t* t_enqueue_ns) const noexcept
 
 bool SlotRing::complete(int slot, bool failed) noexcept
 {
-    Slot& s = slots_[slot];
+    if (!claim(slot)) return false;
+    finish(slot, failed);
+    return true;
+}
+
+bool SlotRing::claim(int slot) noexcept
+{
     std::uint8_t expected = Enqueued;
-    if (!s.state.compare_exchange_strong(expected, Completing, std::memory_order_acq_rel))
-        return false;
+    return slots_[slot].state.compare_exchange_strong(expected, Completing, std::memory_order_acq_rel);
+}
+
+void SlotRing::finish(int slot, bool failed) noexcept
+{
+    Slot& s = slots_[slot];
     s.failed.store(failed, std::memory_order_relaxed);
     s.state.store(Ready, std::memory_order_release);
     deliver();
-    return true;
 }
 
 void SlotRing::deliver() noexcept

@@ -79,6 +79,11 @@ public:
     // order, every batch that is ready. Idempotent per commit: a second call for the same
     // commit (host function and watchdog racing) returns false and does nothing.
     bool complete(int slot, bool failed) noexcept;
+    // complete() in two steps, for a completer that must count its win before the batch is
+    // handed on (the CUDA watchdog: a sink that reads stats() on delivery sees the count):
+    // claim() is true for exactly one caller per commit; that caller then calls finish().
+    bool claim(int slot) noexcept;
+    void finish(int slot, bool failed) noexcept;
     // Time the slot was committed (steady ns), and whether it is still waiting for complete().
     bool enqueued(int slot, std::int64_t* t_enqueue_ns) const noexcept;
     void release(int slot) noexcept;  // from SlotLease
