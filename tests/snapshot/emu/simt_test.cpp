@@ -133,7 +133,23 @@ __global__ void read_past_end(const float* in, float* out, int n)
     out[threadIdx.x] = in[n + threadIdx.x];  // thread 0 reads in[n]: one past the end
 }
 
+__global__ void misaligned_vector_load(const unsigned* in, unsigned* out)
+{
+    const uint4 v = __ldcs(reinterpret_cast<const uint4*>(in + 1));  // 4 bytes off the grid
+    out[threadIdx.x] = v.x;
+}
+
 }  // namespace
+
+TEST_CASE("memcheck: a 16-byte vector load off its grid fails the launch with a misaligned address", "[emu]")
+{
+    DeviceArray<unsigned> in(64), out(32);
+    JSONLW_LAUNCH(1, 32, 0, nullptr, misaligned_vector_load)(in.p, out.p);
+    const Failure f = expect_failed_launch();
+    CHECK(f.error == cudaErrorMisalignedAddress);
+    INFO(f.report);
+    CHECK(f.report.find("memcheck: misaligned access (a vector load or store off its alignment grid) by block (0,0,0) thread (") != std::string::npos);
+}
 
 TEST_CASE("Each GPU thread sees its own threadIdx and blockIdx in a 3-D grid of 3-D blocks", "[emu]")
 {

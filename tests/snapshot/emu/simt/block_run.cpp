@@ -1,5 +1,7 @@
 #include "block_run.hpp"
 
+#include "settings.hpp"
+
 #include <cstring>
 #include <exception>
 #include <map>
@@ -126,6 +128,7 @@ bool BlockRun::run()
         l.ctx = t.fctx;
     }
     t_current = nullptr;
+    add_warp_collectives(collectives_);
     return !failed_;
 }
 
@@ -291,6 +294,7 @@ std::uint64_t BlockRun::collective(ThreadState& t, Collective kind, unsigned mas
                   site(o.call.where) + ", which names this lane");
     }
     if (complete) {
+        ++collectives_;
         unsigned ballot = 0;
         for (int b = 0; b < 32; ++b)
             if ((mask >> b & 1u) && lanes_[std::size_t(base + b)].call.value != 0) ballot |= 1u << b;
@@ -321,6 +325,12 @@ std::uint64_t BlockRun::collective(ThreadState& t, Collective kind, unsigned mas
     }
     switch_out();
     return me.call.result;
+}
+
+void BlockRun::fault(ThreadState& /*me*/, cudaError_t error, std::string why)
+{
+    if (!failed_) error_ = error;
+    fail_here(std::move(why));
 }
 
 void BlockRun::scheduling_point(ThreadState& t)

@@ -8,6 +8,7 @@
 
 #include "fiber_stacks.hpp"
 
+#include <cuda_runtime_api.h>
 #include <jsonlw_emu/simt.hpp>
 
 #include <boost/context/detail/fcontext.hpp>
@@ -37,6 +38,9 @@ public:
     std::uint64_t collective(ThreadState& me, Collective kind, unsigned mask, std::uint64_t value,
                              int arg, int width, std::source_location where);
     void scheduling_point(ThreadState& me);
+    // A device-side error other than a barrier or collective misuse (misaligned access).
+    [[noreturn]] void fault(ThreadState& me, cudaError_t error, std::string why);
+    cudaError_t error() const noexcept { return error_; }
 
     // "block (x,y,z) thread (x,y,z)" of a thread, for reports.
     static std::string who(const ThreadState& t);
@@ -95,6 +99,8 @@ private:
     std::source_location barrier_where_;
     bool failed_ = false;
     std::string report_;
+    std::uint64_t collectives_ = 0;
+    cudaError_t error_ = cudaErrorLaunchFailure;  // what a failure of this block reports  // completed, one per warp and call
 };
 
 }  // namespace jsonlw::emu

@@ -20,6 +20,7 @@ namespace {
 thread_local sigjmp_buf* t_jump = nullptr;
 thread_local const void* t_address = nullptr;
 thread_local bool t_write = false;
+thread_local bool t_general = false;  // a general-protection fault: no address to report
 thread_local bool t_altstack = false;
 
 std::mutex g_install_mutex;
@@ -29,6 +30,7 @@ void on_fault(int sig, siginfo_t* info, void* uc)
 {
     if (t_jump) {
         t_address = info->si_addr;
+        t_general = info->si_code == SI_KERNEL;
 #if defined(__x86_64__)
         // Page-fault error code bit 1: the access was a write.
         t_write = (static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
@@ -91,10 +93,18 @@ void FaultTrap::arm_this_thread()
 void FaultTrap::set_jump(sigjmp_buf* jump) noexcept { t_jump = jump; }
 const void* FaultTrap::fault_address() noexcept { return t_address; }
 bool FaultTrap::fault_was_write() noexcept { return t_write; }
+bool FaultTrap::fault_was_misaligned() noexcept { return t_general; }
 
 std::string FaultTrap::describe(const ThreadState* who, const FiberStacks& stacks)
 {
     std::ostringstream o;
+    if (t_general) {
+        // x86-64 raises #GP, not a page fault, for an aligned-only vector access (a uint4 load)
+        // off its 16-byte grid: what a GPU reports as a misaligned address.
+        o << "memcheck: misaligned access (a vector load or store off its alignment grid)";
+        if (who) o << " by " << BlockRun::who(*who);
+        return o.str();
+    }
     const auto addr = reinterpret_cast<std::uintptr_t>(t_address);
     o << "memcheck: invalid " << (t_write ? "write" : "read") << " at 0x" << std::hex << addr << std::dec;
     if (who) o << " by " << BlockRun::who(*who);

@@ -23,6 +23,8 @@ struct FaultTrap {
     // The address and kind of the fault that jumped.
     static const void* fault_address() noexcept;
     static bool fault_was_write() noexcept;
+    // A general-protection fault (a misaligned 16-byte access), reported as cudaErrorMisalignedAddress.
+    static bool fault_was_misaligned() noexcept;
     // The memcheck report for that fault, made by GPU thread `who` (may be null).
     static std::string describe(const ThreadState* who, const FiberStacks& stacks);
 };

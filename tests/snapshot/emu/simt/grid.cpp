@@ -66,11 +66,12 @@ void run_block(GridJob& job, std::uint64_t b)
         FaultTrap::set_jump(&jump);
         const bool ok = run.run();
         FaultTrap::set_jump(nullptr);
-        if (!ok) job.fail(b, cudaErrorLaunchFailure, run.report());
+        if (!ok) job.fail(b, run.error(), run.report());
     } else {
         const ThreadState* who = t_current;  // the GPU thread that faulted
         t_current = nullptr;
-        job.fail(b, cudaErrorIllegalAddress, FaultTrap::describe(who, stacks));
+        job.fail(b, FaultTrap::fault_was_misaligned() ? cudaErrorMisalignedAddress : cudaErrorIllegalAddress,
+                 FaultTrap::describe(who, stacks));
     }
 }
 

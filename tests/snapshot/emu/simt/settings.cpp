@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -31,6 +32,7 @@ std::atomic<std::uint64_t> g_seed{env_u64("JSONLW_EMU_SEED", 0)};
 std::atomic<int> g_workers{static_cast<int>(env_u64(
     "JSONLW_EMU_THREADS", std::min(8u, std::max(1u, std::thread::hardware_concurrency()))))};
 std::atomic<std::uint64_t> g_failures{0};
+std::atomic<std::uint64_t> g_collectives{0};
 std::mutex g_report_mutex;
 std::string g_report;
 
@@ -47,6 +49,8 @@ std::uint64_t schedule_seed() noexcept { return g_seed.load(); }
 void set_worker_threads(int n) noexcept { g_workers.store(std::clamp(n, 1, 64)); }
 int worker_threads() noexcept { return g_workers.load(); }
 std::uint64_t kernel_failures() noexcept { return g_failures.load(); }
+std::uint64_t warp_collectives() noexcept { return g_collectives.load(); }
+void add_warp_collectives(std::uint64_t n) noexcept { g_collectives.fetch_add(n, std::memory_order_relaxed); }
 
 void record_failure(const std::string& report)
 {
@@ -89,6 +93,20 @@ std::uint64_t warp_collective(Collective kind, unsigned mask, std::uint64_t valu
     ThreadState* me = t_current;
     if (!me) outside_kernel(collective_name(kind));
     return me->block->collective(*me, kind, mask, value, arg, width, where);
+}
+
+void misaligned_access(const void* p, std::size_t align, std::source_location where)
+{
+    ThreadState* me = t_current;
+    if (!me) outside_kernel("a vector load");
+    const char* f = where.file_name();
+    if (const char* sl = std::strrchr(f, '/')) f = sl + 1;
+    char addr[32];
+    std::snprintf(addr, sizeof addr, "%p", p);
+    me->block->fault(*me, cudaErrorMisalignedAddress,
+                     "memcheck: misaligned access (a vector load or store off its alignment grid) by " +
+                         BlockRun::who(*me) + ": " + std::to_string(align) + "-byte load at " + addr + " (" +
+                         f + ":" + std::to_string(where.line()) + ")");
 }
 
 void scheduling_point()

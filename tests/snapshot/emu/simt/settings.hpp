@@ -8,6 +8,7 @@
 namespace jsonlw::emu {
 
 int worker_threads() noexcept;
+void add_warp_collectives(std::uint64_t n) noexcept;
 // Prints a failed launch's report to stderr and keeps it for take_kernel_report().
 void record_failure(const std::string& report);
 

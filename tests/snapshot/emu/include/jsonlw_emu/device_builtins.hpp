@@ -106,15 +106,18 @@ inline unsigned __float_as_uint(float x) noexcept { return static_cast<unsigned>
 inline float __int_as_float(int x) noexcept { return __uint_as_float(static_cast<unsigned>(x)); }
 inline int __float_as_int(float x) noexcept { return static_cast<int>(__float_as_uint(x)); }
 
-// Streaming load ("cache streaming", evict first): on the CPU a plain load.
+// Streaming load ("cache streaming", evict first): on the CPU a plain load, after the
+// alignment check a GPU's vector load makes (x86 would load a misaligned uint4 silently).
 template <class T>
-T __ldcs(const T* p) noexcept
+T __ldcs(const T* p, std::source_location where = std::source_location::current())
 {
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0) ::jsonlw::emu::misaligned_access(p, alignof(T), where);
     return *p;
 }
 template <class T>
-T __ldg(const T* p) noexcept
+T __ldg(const T* p, std::source_location where = std::source_location::current())
 {
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0) ::jsonlw::emu::misaligned_access(p, alignof(T), where);
     return *p;
 }
 

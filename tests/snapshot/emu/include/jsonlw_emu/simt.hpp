@@ -7,6 +7,7 @@
 
 #include <jsonlw_emu/vector_types.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <source_location>
 #include <string>
@@ -44,6 +45,10 @@ void block_barrier(std::source_location where);
 std::uint64_t warp_collective(Collective kind, unsigned mask, std::uint64_t value, int arg, int width,
                               std::source_location where);
 
+// A load at p of an `align`-byte type that is not on its alignment grid: the launch fails with
+// cudaErrorMisalignedAddress (memcheck), as the GPU's vector loads do. Never returns.
+[[noreturn]] void misaligned_access(const void* p, std::size_t align, std::source_location where);
+
 // A point where another thread of the block may run first (atomics): under a seed other than
 // 0 the scheduler may switch here, so an order that a result depends on shows up.
 void scheduling_point();
@@ -62,5 +67,8 @@ void set_worker_threads(int n) noexcept;
 std::string take_kernel_report();
 // Kernel launches that failed (barrier, warp, memory, exception) since the process started.
 std::uint64_t kernel_failures() noexcept;
+// Warp collectives completed (one per warp and call, whatever its mask) since the process
+// started: what a kernel's path through its code costs, for tests that pin a fast path.
+std::uint64_t warp_collectives() noexcept;
 
 }  // namespace jsonlw::emu
