@@ -520,18 +520,23 @@ TEST_CASE("GPU candidate counts at the caps: 512 and 513 in one tile, 2048 and 2
     // whose every thread holds one of its c maxima lists exactly c candidates (over 512: the
     // exact fallback); tiles that all list their maxima hand the merge the sum (over 2048: the
     // global-memory rounds). Row 0: one tile with 512, row 1: 513; rows 2-3: five tiles
-    // summing to 2048 and 2049.
+    // summing to 2048 and 2049. Candidate j goes to thread j % 256, its (j / 256)-th slot
+    // (vector slot % 2, element slot / 2), so a tile lists them thread by thread.
     const float top = 10.f;
+    auto position = [](int tile, int j) {
+        const int thread = j % 256, slot = j / 256;
+        return tile * 2048 + (thread + (slot % 2) * 256) * 4 + slot / 2;
+    };
     auto spread = [&](HostLogits& h, int r, int tile, int count) {
-        for (int j = 0; j < count; ++j) {
-            const int thread = j % 256, vec = j / 256;  // vector `thread` then `thread + 256`
-            h.set(r, tile * 2048 + (thread + vec * 256) * 4, top);
-        }
+        for (int j = 0; j < count; ++j) h.set(r, position(tile, j), top);
     };
     {
         auto h = random_logits(LogitDType::F32, 2, 2048, 2048, 141, 0.5f);
         spread(h, 0, 0, 512);
         spread(h, 1, 0, 513);
+        // The best logit is the one thread 255 lists last: a tile that kept only 512 of its
+        // 513 would lose it when threads list in thread order.
+        h.set(1, position(0, 511), top + 1.f);
         run_and_compare(h, {0, 2044}, 64);
         run_and_compare(h, {4, 1020}, 1);
     }
@@ -541,6 +546,9 @@ TEST_CASE("GPU candidate counts at the caps: 512 and 513 in one tile, 2048 and 2
             spread(h, 0, t, t < 4 ? 410 : 408);  // 2048
             spread(h, 1, t, t < 4 ? 410 : 409);  // 2049
         }
+        // The last tile's 256th candidate (thread 127's second): the one the merge's thread 255
+        // takes last, so a merge that kept only 2048 of 2049 would lose the best logit.
+        h.set(1, 4 * 2048 + (127 + 256) * 4, top + 1.f);
         run_and_compare(h, {0, 5 * 2048 - 4}, 64);
         run_and_compare(h, {8, 3}, 20);
     }
