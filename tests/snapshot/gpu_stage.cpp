@@ -126,6 +126,26 @@ struct DeviceBuffer {
     ~DeviceBuffer() { cudaFree(p); }
 };
 
+// A host matrix and its sampled ids, copied to device memory.
+struct DeviceStep {
+    DeviceBuffer logits, sampled;
+    DeviceStep(const HostLogits& h, const std::vector<std::int32_t>& s)
+        : logits(h.bytes.size()), sampled(s.size() * 4)
+    {
+        CUDA_OK(cudaMemcpy(logits.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(sampled.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    }
+    const std::int32_t* ids() const { return static_cast<const std::int32_t*>(sampled.p); }
+};
+
+SnapshotConfig config_for(int rows, int vocab)
+{
+    SnapshotConfig cfg;
+    cfg.max_rows = rows;
+    cfg.max_vocab = vocab;
+    return cfg;
+}
+
 bool same_class(float a, float b)
 {
     if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
@@ -417,22 +437,18 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
     const int rows = 64, v = 152064;
     const auto h = random_logits(LogitDType::BF16, rows, v, v, 61);
     const auto s = random_sampled(rows, v, 62);
-    DeviceBuffer dl(h.bytes.size()), ds(s.size() * 4);
-    CUDA_OK(cudaMemcpy(dl.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    const DeviceStep step(h, s);
     int device = 0;
     CUDA_OK(cudaGetDevice(&device));
     cudaStream_t stream;
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Collector c;
-    SnapshotConfig cfg;
-    cfg.max_rows = rows;
-    cfg.max_vocab = v;
+    SnapshotConfig cfg = config_for(rows, v);
     auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{dl.p, LogitDType::BF16, rows, v, v, device};
+    const LogitsView view{step.logits.p, LogitDType::BF16, rows, v, v, device};
     // Warm up (first launches load modules), then time.
-    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
     REQUIRE(stage->drain(30s));
     std::vector<double> us;
     for (int i = 0; i < 5; ++i) {
@@ -440,7 +456,7 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
         CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
         const std::size_t before = c.count();
         const auto t0 = std::chrono::steady_clock::now();
-        const auto r = stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream);
+        const auto r = stage->capture(view, step.ids(), meta, stream);
         const auto t1 = std::chrono::steady_clock::now();
         REQUIRE(r == CaptureResult::Enqueued);
         REQUIRE(c.count() == before);  // not before the stream got there
@@ -469,26 +485,22 @@ TEST_CASE("GPU full ring drops the step instead of waiting", "[gpu]")
     const int rows = 8, v = 4096;
     const auto h = random_logits(LogitDType::F32, rows, v, v, 71);
     const auto s = random_sampled(rows, v, 72);
-    DeviceBuffer dl(h.bytes.size()), ds(s.size() * 4);
-    CUDA_OK(cudaMemcpy(dl.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    const DeviceStep step(h, s);
     int device = 0;
     CUDA_OK(cudaGetDevice(&device));
     cudaStream_t stream;
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Collector c;
-    SnapshotConfig cfg;
-    cfg.max_rows = rows;
-    cfg.max_vocab = v;
+    SnapshotConfig cfg = config_for(rows, v);
     cfg.ring_slots = 2;
     auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{dl.p, LogitDType::F32, rows, v, v, device};
+    const LogitsView view{step.logits.p, LogitDType::F32, rows, v, v, device};
     Gate gate;  // the stream holds both slots until the third capture has returned
     CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
-    CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
-    CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
-    CHECK(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Dropped);
+    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
+    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
+    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Dropped);
     gate.release();
     REQUIRE(stage->drain(30s));
     CHECK(!gate.timed_out);
@@ -640,13 +652,9 @@ TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never 
     const int rows = 4, v = 4096;
     const auto h = random_logits(LogitDType::F32, rows, v, v, 101);
     const auto s = random_sampled(rows, v, 102);
-    DeviceBuffer dl(h.bytes.size()), ds(s.size() * 4);
-    CUDA_OK(cudaMemcpy(dl.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    const DeviceStep step(h, s);
     Collector c;
-    SnapshotConfig cfg;
-    cfg.max_rows = rows;
-    cfg.max_vocab = v;
+    SnapshotConfig cfg = config_for(rows, v);
     cfg.watchdog = 50ms;
     // The stage's copy stream (made inside create()) holds its first host function: the copy
     // and its event complete, the completion callback does not come.
@@ -654,8 +662,8 @@ TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never 
     auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
     jsonlw::emu::stall_new_streams(false);
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{dl.p, LogitDType::F32, rows, v, v, 0};
-    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, nullptr) == CaptureResult::Enqueued);
+    const LogitsView view{step.logits.p, LogitDType::F32, rows, v, v, 0};
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 1);
     CHECK(!c.failed[0]);
@@ -679,13 +687,10 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
     const auto s = random_sampled(rows, v, 112);
     void* short_logits = nullptr;  // one and a half rows of the two the view claims
     CUDA_OK(cudaMalloc(&short_logits, std::size_t(v) * 4 * 3 / 2));
-    DeviceBuffer ds(s.size() * 4);
+    const DeviceStep step(h, s);  // its own logits unused: the view points at short_logits
     CUDA_OK(cudaMemcpy(short_logits, h.bytes.data(), std::size_t(v) * 4 * 3 / 2, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
     Collector c;
-    SnapshotConfig cfg;
-    cfg.max_rows = rows;
-    cfg.max_vocab = v;
+    SnapshotConfig cfg = config_for(rows, v);
     cfg.watchdog = 50ms;
     auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
     std::vector<RowMeta> meta(rows);
@@ -697,7 +702,7 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Gate gate;
     CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
-    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, stream) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
     gate.release();
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 1);
@@ -723,19 +728,15 @@ TEST_CASE("Emulated GPU: a refused launch fails that step alone; the next one is
     const int rows = 3, v = 1000;
     const auto h = random_logits(LogitDType::BF16, rows, v, v, 121);
     const auto s = random_sampled(rows, v, 122);
-    DeviceBuffer dl(h.bytes.size()), ds(s.size() * 4);
-    CUDA_OK(cudaMemcpy(dl.p, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(ds.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    const DeviceStep step(h, s);
     Collector c;
-    SnapshotConfig cfg;
-    cfg.max_rows = rows;
-    cfg.max_vocab = v;
+    SnapshotConfig cfg = config_for(rows, v);
     auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{dl.p, LogitDType::BF16, rows, v, v, 0};
+    const LogitsView view{step.logits.p, LogitDType::BF16, rows, v, v, 0};
     jsonlw::emu::fail_next_launch(cudaErrorLaunchOutOfResources);
-    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, nullptr) == CaptureResult::Enqueued);
-    REQUIRE(stage->capture(view, static_cast<const std::int32_t*>(ds.p), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 2);
     CHECK(c.failed[0]);
