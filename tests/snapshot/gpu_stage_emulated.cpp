@@ -1,0 +1,201 @@
+// The GPU suite's cases that only the emulated device can run (tests/snapshot/emu): the same
+// bits under every schedule seed, the fast path's cost in warp collectives, a stream whose
+// host function never runs (the watchdog), a kernel that reads past its buffer (memcheck), a
+// refused launch, a failing allocation. Linked with gpu_stage.cpp into the emulated program.
+#define CATCH_CONFIG_ENABLE_BENCHMARKING  // as tests/catch_main.cpp
+#include "gpu_stage_support.hpp"
+
+#include <jsonlw_emu/faults.hpp>
+#include <jsonlw_emu/simt.hpp>
+
+#include <stdexcept>
+#include <string>
+
+using namespace gpu_test;
+
+namespace {
+// Restores the emulated device after a case that broke it on purpose.
+struct DeviceReset {
+    std::uint64_t seed = jsonlw::emu::schedule_seed();  // $JSONLW_EMU_SEED of this run
+    ~DeviceReset()
+    {
+        jsonlw::emu::reset_device();
+        jsonlw::emu::set_schedule_seed(seed);
+    }
+};
+}  // namespace
+
+TEST_CASE("Emulated GPU: the same bits under every schedule seed", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    struct Case {
+        HostLogits h;
+        std::vector<std::int32_t> sampled;
+        int k;
+    };
+    std::vector<Case> cases;
+    cases.push_back({random_logits(LogitDType::BF16, 8, 152064, 152064, 91), random_sampled(8, 152064, 92), 20});
+    cases.push_back({random_logits(LogitDType::F16, 3, 4097, 4097 + 5, 93), random_sampled(3, 4097, 94), 64});
+    {
+        HostLogits t(LogitDType::F32, 2, 32000, 32000);
+        std::mt19937_64 rng(95);
+        for (int i = 0; i < 32000; ++i) {
+            t.set(0, i, float(rng() % 3) * 0.5f);  // heavy ties: candidate slots race
+            t.set(1, i, i % 7 == 0 ? 2.0f : -1.0f);
+        }
+        t.set(1, 9, std::nanf(""));
+        cases.push_back({t, {5, 9}, 64});
+    }
+    for (const Case& c : cases) {
+        jsonlw::emu::set_schedule_seed(restore.seed);
+        const auto base = run_and_compare(c.h, c.sampled, c.k);
+        for (std::uint64_t seed : {0u, 1u, 2u, 3u, 0xfeedu}) {
+            INFO("schedule seed " << seed);
+            jsonlw::emu::set_schedule_seed(seed);
+            const auto again = run_and_compare(c.h, c.sampled, c.k);
+            REQUIRE(std::memcmp(base.rows.data(), again.rows.data(), base.rows.size() * sizeof(TokenSnapshot)) == 0);
+        }
+    }
+}
+
+TEST_CASE("Emulated GPU: plain rows take the fast path, 31 warp collectives per warp and tile, none to merge", "[gpu][emulated]")
+{
+    // Per warp of a partial CTA: two 5-step butterflies (max, sum of exp), the 15-step bitonic
+    // sort of thread maxima, one ballot, the rank's butterfly. The exact fallback (NaN, +inf,
+    // over 512 candidates) adds k rounds; the merge's fallback, a round per top-k entry. A
+    // threshold that lets too many candidates through shows here, not in the results.
+    const int rows = 4, v = 152064, k = 20;
+    const auto h = random_logits(LogitDType::BF16, rows, v, v, 161);
+    int sm = 0;
+    CUDA_OK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0));
+    const int tiles = (v / 8 + 256 * 2 - 1) / (256 * 2);  // 2-vector tiles: a small batch
+    REQUIRE(rows * ((v / 8 + 2047) / 2048) < 2 * sm);
+    const std::uint64_t before = jsonlw::emu::warp_collectives();
+    run_and_compare(h, random_sampled(rows, v, 162), k);
+    CHECK(jsonlw::emu::warp_collectives() - before == std::uint64_t(rows) * std::uint64_t(tiles) * 8u * 31u);
+}
+
+TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never runs", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    const int rows = 4, v = 4096;
+    const auto h = random_logits(LogitDType::F32, rows, v, v, 101);
+    const auto s = random_sampled(rows, v, 102);
+    const DeviceStep step(h, s);
+    Collector c;
+    SnapshotConfig cfg = config_for(rows, v);
+    cfg.watchdog = 50ms;
+    // The stage's copy stream (made inside create()) holds its first host function: the copy
+    // and its event complete, the completion callback does not come.
+    jsonlw::emu::stall_new_streams(true, jsonlw::emu::StallAt::next_host_func);
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    jsonlw::emu::stall_new_streams(false);
+    std::vector<RowMeta> meta(rows);
+    const LogitsView view{step.logits.p, LogitDType::F32, rows, v, v, 0};
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->drain(30s));
+    REQUIRE(c.count() == 1);
+    CHECK(!c.failed[0]);
+    CHECK(stage->stats().watchdog_fires == 1);
+    RowScratch scratch;
+    for (int r = 0; r < rows; ++r) {
+        TokenSnapshot ref{};
+        reference_row(h.row(r), h.dtype, v, s[std::size_t(r)], cfg.k, ref, scratch);
+        compare_row(c.rows[0][std::size_t(r)], ref, cfg.k);
+    }
+    jsonlw::emu::release_all_streams();  // the late host function finds its slot delivered
+    stage.reset();
+    CHECK(c.count() == 1);
+}
+
+TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, named by memcheck", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    const int rows = 2, v = 4096;
+    const auto h = random_logits(LogitDType::F32, rows, v, v, 111);
+    const auto s = random_sampled(rows, v, 112);
+    void* short_logits = nullptr;  // one and a half rows of the two the view claims
+    CUDA_OK(cudaMalloc(&short_logits, std::size_t(v) * 4 * 3 / 2));
+    const DeviceStep step(h, s);  // its own logits unused: the view points at short_logits
+    CUDA_OK(cudaMemcpy(short_logits, h.bytes.data(), std::size_t(v) * 4 * 3 / 2, cudaMemcpyHostToDevice));
+    Collector c;
+    SnapshotConfig cfg = config_for(rows, v);
+    cfg.watchdog = 50ms;
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    std::vector<RowMeta> meta(rows);
+    const LogitsView view{short_logits, LogitDType::F32, rows, v, v, 0};
+    (void)jsonlw::emu::take_kernel_report();
+    // The kernel runs only after capture() returned (else its sticky error may reach one of
+    // capture()'s own calls, which then fail the step themselves): the watchdog's case.
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    Gate gate;
+    CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
+    REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
+    gate.release();
+    REQUIRE(stage->drain(30s));
+    REQUIRE(c.count() == 1);
+    CHECK(c.failed[0]);
+    const auto st = stage->stats();
+    INFO("last_error: " << st.last_error);
+    CHECK(st.watchdog_fires == 1);  // the failed context skips the host function
+    CHECK(st.last_error.find("cudaErrorIllegalAddress") != std::string::npos);
+    const std::string report = jsonlw::emu::take_kernel_report();
+    INFO(report);
+    CHECK(report.find("memcheck: invalid read") != std::string::npos);
+    CHECK(report.find("after the end of the 24576-byte device allocation") != std::string::npos);
+    CHECK(report.find("block (") != std::string::npos);
+    jsonlw::emu::reset_device();
+    stage.reset();
+    (void)cudaStreamDestroy(stream);
+    (void)cudaFree(short_logits);
+}
+
+TEST_CASE("Emulated GPU: a refused launch fails that step alone; the next one is exact", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    const int rows = 3, v = 1000;
+    const auto h = random_logits(LogitDType::BF16, rows, v, v, 121);
+    const auto s = random_sampled(rows, v, 122);
+    const DeviceStep step(h, s);
+    Collector c;
+    SnapshotConfig cfg = config_for(rows, v);
+    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    std::vector<RowMeta> meta(rows);
+    const LogitsView view{step.logits.p, LogitDType::BF16, rows, v, v, 0};
+    jsonlw::emu::fail_next_launch(cudaErrorLaunchOutOfResources);
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->drain(30s));
+    REQUIRE(c.count() == 2);
+    CHECK(c.failed[0]);
+    CHECK(!c.failed[1]);
+    CHECK(stage->stats().last_error == "kernel launch: cudaErrorLaunchOutOfResources (too many resources requested for launch)");
+    RowScratch scratch;
+    for (int r = 0; r < rows; ++r) {
+        TokenSnapshot ref{};
+        reference_row(h.row(r), h.dtype, v, s[std::size_t(r)], cfg.k, ref, scratch);
+        compare_row(c.rows[1][std::size_t(r)], ref, cfg.k);
+    }
+}
+
+TEST_CASE("Emulated GPU: a device allocation that fails makes create() throw, naming it", "[gpu][emulated]")
+{
+    DeviceReset restore;
+    Collector c;
+    SnapshotConfig cfg;
+    cfg.max_rows = 4;
+    cfg.max_vocab = 1000;
+    jsonlw::emu::fail_allocation_after(1);  // partials succeed, candidates fail
+    try {
+        (void)SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+        FAIL("create() succeeded");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()) ==
+              "SnapshotStage::create: Backend::Cuda unavailable: cudaMalloc(candidates): "
+              "cudaErrorMemoryAllocation (out of memory)");
+    }
+    // Backend::Auto never picks the emulated device.
+    auto cpu = SnapshotStage::create(cfg, Backend::Auto, c.sink());
+    CHECK(cpu->backend() == Backend::Cpu);
+}
