@@ -97,12 +97,7 @@ TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never 
     REQUIRE(c.count() == 1);
     CHECK(!c.failed[0]);
     CHECK(stage->stats().watchdog_fires == 1);
-    RowScratch scratch;
-    for (int r = 0; r < rows; ++r) {
-        TokenSnapshot ref{};
-        reference_row(h.row(r), h.dtype, v, s[std::size_t(r)], cfg.k, ref, scratch);
-        compare_row(c.rows[0][std::size_t(r)], ref, cfg.k);
-    }
+    compare_rows(c.rows[0], h, s, cfg.k);
     jsonlw::emu::release_all_streams();  // the late host function finds its slot delivered
     stage.reset();
     CHECK(c.count() == 1);
@@ -171,12 +166,7 @@ TEST_CASE("Emulated GPU: a refused launch fails that step alone; the next one is
     CHECK(c.failed[0]);
     CHECK(!c.failed[1]);
     CHECK(stage->stats().last_error == "kernel launch: cudaErrorLaunchOutOfResources (too many resources requested for launch)");
-    RowScratch scratch;
-    for (int r = 0; r < rows; ++r) {
-        TokenSnapshot ref{};
-        reference_row(h.row(r), h.dtype, v, s[std::size_t(r)], cfg.k, ref, scratch);
-        compare_row(c.rows[1][std::size_t(r)], ref, cfg.k);
-    }
+    compare_rows(c.rows[1], h, s, cfg.k);
 }
 
 TEST_CASE("Emulated GPU: a device allocation that fails makes create() throw, naming it", "[gpu][emulated]")

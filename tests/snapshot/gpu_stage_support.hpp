@@ -172,6 +172,21 @@ inline void compare_row(const TokenSnapshot& g, const TokenSnapshot& ref, int k)
     }
 }
 
+// Every row of a delivered batch against reference_row over the same host logits.
+inline void compare_rows(const std::vector<TokenSnapshot>& got, const HostLogits& h,
+                         const std::vector<std::int32_t>& sampled, int k)
+{
+    REQUIRE(got.size() == std::size_t(h.rows));
+    RowScratch scratch;
+    for (int r = 0; r < h.rows; ++r) {
+        INFO("dtype " << dtype_name(h.dtype) << " rows " << h.rows << " vocab " << h.vocab << " k " << k
+                      << " row " << r << " sampled " << sampled[std::size_t(r)]);
+        TokenSnapshot ref{};
+        reference_row(h.row(r), h.dtype, h.vocab, sampled[std::size_t(r)], k, ref, scratch);
+        compare_row(got[std::size_t(r)], ref, k);
+    }
+}
+
 struct RunResult {
     std::vector<TokenSnapshot> rows;
     std::vector<std::vector<std::byte>> first_gen;
@@ -214,15 +229,10 @@ inline RunResult run_and_compare(const HostLogits& h, const std::vector<std::int
     INFO("last_error: " << stage->stats().last_error);
     const auto& g = c.rows[0];
     REQUIRE(g.size() == std::size_t(h.rows));
-    RowScratch scratch;
+    compare_rows(g, h, sampled, k);
     for (int r = 0; r < h.rows; ++r) {
-        INFO("dtype " << dtype_name(h.dtype) << " rows " << h.rows << " vocab " << h.vocab << " k " << k
-                      << " row " << r << " sampled " << sampled[std::size_t(r)]);
-        TokenSnapshot ref{};
-        reference_row(h.row(r), h.dtype, h.vocab, sampled[std::size_t(r)], k, ref, scratch);
         REQUIRE(g[std::size_t(r)].request_id == meta[std::size_t(r)].request_id);
         REQUIRE(g[std::size_t(r)].row_flags == meta[std::size_t(r)].flags);
-        compare_row(g[std::size_t(r)], ref, k);
     }
     return RunResult{g, c.first_gen.empty() ? std::vector<std::vector<std::byte>>{} : c.first_gen[0],
                      c.overflow};
