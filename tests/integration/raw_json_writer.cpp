@@ -33,11 +33,9 @@ std::vector<std::string> write_all(RawJsonWriter& w, IoRunner& loop, const std::
 
 TEST_CASE("a JSON object is accepted and minified to one line", "[integration][raw_json]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
-    const auto lines = write_all(w, loop, {
+    Harness h;
+    RawJsonWriter w(h.executor(), h.options());
+    const auto lines = write_all(w, h.loop, {
         "{ \"a\" : 1 , \"b\" : [ 1 , 2 , { \"c\" : null } ] }",
         "{\n  \"multi\": \"line\",\n  \"n\": -1.5e3\n}\n",
         "\t{\"s\":\"with \\n escape and \\\"quote\\\"\",\"u\":\"\xC3\xA9\\u00e9\"}  ",
@@ -59,28 +57,26 @@ TEST_CASE("a JSON object is accepted and minified to one line", "[integration][r
 
 TEST_CASE("a non-object JSON value is malformed by default and accepted with allow_any_value", "[integration][raw_json]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     const std::vector<std::string> texts = {"[1, 2]", "{\"ok\":true}", "42", "\"str\"", "null", "true"};
 
     SECTION("default: only objects")
     {
-        RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
-        const auto lines = write_all(w, loop, texts);
+        RawJsonWriter w(h.executor(), h.options());
+        const auto lines = write_all(w, h.loop, texts);
         CHECK(lines == std::vector<std::string>{R"({"ok":true})"});
         const auto s = w.stats();
         INFO("stats: " << s);
         CHECK(s.written == 1);
         CHECK(s.dropped.malformed == 5);
         CHECK(invariant_holds(s));
-        INFO(logs.dump());
-        CHECK(logs.count(LogLevel::warning, "Dropped malformed test record") == 1);
+        INFO(h.logs.dump());
+        CHECK(h.logs.count(LogLevel::warning, "Dropped malformed test record") == 1);
     }
     SECTION("RawJsonOptions{.allow_any_value = true}")
     {
-        RawJsonWriter w(loop.executor(), test_options(dir.path(), logs), RawJsonOptions{.allow_any_value = true});
-        const auto lines = write_all(w, loop, texts);
+        RawJsonWriter w(h.executor(), h.options(), RawJsonOptions{.allow_any_value = true});
+        const auto lines = write_all(w, h.loop, texts);
         CHECK(lines == std::vector<std::string>{"[1,2]", R"({"ok":true})", "42", "\"str\"", "null", "true"});
         CHECK(w.stats().written == 6);
         CHECK(w.stats().dropped.malformed == 0);
@@ -89,10 +85,8 @@ TEST_CASE("a non-object JSON value is malformed by default and accepted with all
 
 TEST_CASE("invalid JSON, trailing garbage, several documents and invalid UTF-8 are malformed and dropped alone", "[integration][raw_json][malformed]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    RawJsonWriter w(h.executor(), h.options());
     const std::vector<std::string> texts = {
         R"({"id":0})",
         R"({"a":})",             // missing value
@@ -107,7 +101,7 @@ TEST_CASE("invalid JSON, trailing garbage, several documents and invalid UTF-8 a
         R"({"a":NaN})",          // not a JSON number
         R"({"id":2})",
     };
-    const auto lines = write_all(w, loop, texts);
+    const auto lines = write_all(w, h.loop, texts);
     CHECK(lines == std::vector<std::string>{R"({"id":0})", R"({"id":1})", R"({"id":2})"});
     const auto s = w.stats();
     INFO("stats: " << s);
@@ -116,19 +110,17 @@ TEST_CASE("invalid JSON, trailing garbage, several documents and invalid UTF-8 a
     CHECK(s.sanitized == 0);
     CHECK(s.dropped.unexpected == 0);
     CHECK(invariant_holds(s));
-    INFO(logs.dump());
-    const auto warnings = logs.matching(LogLevel::warning, "Dropped malformed test record");
+    INFO(h.logs.dump());
+    const auto warnings = h.logs.matching(LogLevel::warning, "Dropped malformed test record");
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].rfind("Dropped malformed test record: ", 0) == 0);
-    CHECK(logs.count(LogLevel::error) == 0);
+    CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
 TEST_CASE("a large record with deep nesting is minified whole", "[integration][raw_json]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    RawJsonWriter w(h.executor(), h.options());
     std::string big = "{ \"blob\" : \"" + std::string(200'000, 'x') + "\", \"deep\": ";
     std::string minified = "{\"blob\":\"" + std::string(200'000, 'x') + "\",\"deep\":";
     for (int i = 0; i < 100; ++i) {
@@ -141,7 +133,7 @@ TEST_CASE("a large record with deep nesting is minified whole", "[integration][r
     }
     big += " }";
     minified += "}";
-    const auto lines = write_all(w, loop, {big, "{\"after\":1}"});
+    const auto lines = write_all(w, h.loop, {big, "{\"after\":1}"});
     REQUIRE(lines.size() == 2);
     CHECK(lines[0] == minified);
     CHECK(lines[1] == R"({"after":1})");
@@ -149,14 +141,10 @@ TEST_CASE("a large record with deep nesting is minified whole", "[integration][r
 
 TEST_CASE("batch_bytes caps a batch by the records' sizes", "[integration][raw_json][batching]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.batch_bytes = 100;
-    o.file_io = seam;
-    RawJsonWriter w(loop.executor(), o);
+    RawJsonWriter w(h.executor(), o);
     std::vector<std::string> texts;
     for (int i = 0; i < 10; ++i) {
         std::string t = "{\"id\":" + std::to_string(i) + ",\"pad\":\"";
@@ -165,22 +153,19 @@ TEST_CASE("batch_bytes caps a batch by the records' sizes", "[integration][raw_j
         texts.push_back(t);
     }
     // 40-byte records, 100-byte cap: a batch stops growing once it reaches 100 bytes (3 records).
-    const auto lines = write_all(w, loop, texts);
+    const auto lines = write_all(w, h.loop, texts);
     CHECK(lines == texts);
-    CHECK(seam->successful_write_lines() == std::vector<std::size_t>{3, 3, 3, 1});
+    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{3, 3, 3, 1});
     CHECK(w.stats().batches == 4);
 }
 
 TEST_CASE("submitting from many threads keeps every accepted JSON text whole", "[integration][raw_json][concurrency]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 1 << 14;
-    RawJsonWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    RawJsonWriter w(h.executor(), o);
+    h.start(w);
     std::atomic<long> accepted{0};
     std::vector<std::thread> threads;
     for (int p = 0; p < 3; ++p)
@@ -245,11 +230,9 @@ RawJsonOptions trusted(bool any_value = false)
 
 TEST_CASE("trusted input: a raw CR or LF becomes a space and the record is counted as sanitized", "[integration][raw_json][trusted]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs), trusted());
-    write_all(w, loop, {
+    Harness h;
+    RawJsonWriter w(h.executor(), h.options(), trusted());
+    write_all(w, h.loop, {
         R"({"a":1})",
         "{\"a\":\n1}\r\n",
         "{\r\"b\" : 2}",
@@ -268,15 +251,13 @@ TEST_CASE("trusted input: a raw CR or LF becomes a space and the record is count
 
 TEST_CASE("trusted input: an empty or whitespace-only record is malformed, a non-object too unless allow_any_value", "[integration][raw_json][trusted]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     const std::vector<std::string> texts = {"", R"({"id":0})", " \t\r\n ", "[1,2]", " 42", R"({"id":1})"};
 
     SECTION("objects only (default)")
     {
-        RawJsonWriter w(loop.executor(), test_options(dir.path(), logs), trusted());
-        write_all(w, loop, texts);
+        RawJsonWriter w(h.executor(), h.options(), trusted());
+        write_all(w, h.loop, texts);
         CHECK(read_file(w.file_path()) == "{\"id\":0}\n{\"id\":1}\n");
         const auto s = w.stats();
         INFO("stats: " << s);
@@ -287,8 +268,8 @@ TEST_CASE("trusted input: an empty or whitespace-only record is malformed, a non
     }
     SECTION("allow_any_value: only the empty and whitespace-only records are malformed")
     {
-        RawJsonWriter w(loop.executor(), test_options(dir.path(), logs), trusted(true));
-        write_all(w, loop, texts);
+        RawJsonWriter w(h.executor(), h.options(), trusted(true));
+        write_all(w, h.loop, texts);
         CHECK(read_file(w.file_path()) == "{\"id\":0}\n[1,2]\n 42\n{\"id\":1}\n");
         const auto s = w.stats();
         INFO("stats: " << s);
@@ -300,12 +281,10 @@ TEST_CASE("trusted input: an empty or whitespace-only record is malformed, a non
 
 TEST_CASE("full validation stays the default: invalid JSON, two values, trailing garbage and non-objects are malformed", "[integration][raw_json][malformed]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    RawJsonWriter w(h.executor(), h.options());
     REQUIRE(RawJsonOptions{}.validation == RawJsonValidation::full);
-    write_all(w, loop, {
+    write_all(w, h.loop, {
         R"({"id":0})", R"({"a":})", R"({"a":1}{"b":2})", R"({"a":1} {"b":2})", R"({"a":1} x)",
         R"({"a":1}])", "[1]", R"("s")", "7", "{\"a\":\"x\n\"}", "{\"a\" :\n 1}", R"({"id":2})",
     });
@@ -348,10 +327,8 @@ TEST_CASE("a malformed record in the middle of a batch is dropped alone, the rec
     for (const auto& [what, bad, decided] : kinds) {
         DYNAMIC_SECTION("the malformed record: " << what)
         {
-            TempDir dir;
-            LogCapture logs;
-            IoRunner loop;
-            RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+            Harness h;
+            RawJsonWriter w(h.executor(), h.options());
             std::vector<std::string> texts, expected;
             for (int i = 0; i < 20; ++i) texts.push_back("{\"id\":" + std::to_string(i) + "}");
             texts.insert(texts.end(), bad.begin(), bad.end());
@@ -360,7 +337,7 @@ TEST_CASE("a malformed record in the middle of a batch is dropped alone, the rec
             for (int i = 0; i < 41 - static_cast<int>(bad.size()); ++i)
                 expected.push_back("{\"id\":" + std::to_string(i) + "}");
             REQUIRE(texts.size() == 41);
-            write_all(w, loop, texts);
+            write_all(w, h.loop, texts);
             CHECK(read_file(w.file_path()) == joined_lines(expected));
             const auto s = w.stats();
             INFO("stats: " << s);
@@ -377,10 +354,8 @@ TEST_CASE("a malformed record in the middle of a batch is dropped alone, the rec
 
 TEST_CASE("a batch of valid records is validated as one stream and gives the bytes each record gives alone", "[integration][raw_json][batch]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    RawJsonWriter w(h.executor(), h.options());
     const std::vector<std::string> texts = {
         R"({"a":1,"s":"no whitespace outside strings"})",
         R"({"t":"tab\tand \"quote\" and \\ and \u0020","n":[1,2.5e3,-0,true,false,null]})",
@@ -403,7 +378,7 @@ TEST_CASE("a batch of valid records is validated as one stream and gives the byt
         REQUIRE(o.has_value());
         expected.push_back(*o);
     }
-    write_all(w, loop, texts);
+    write_all(w, h.loop, texts);
     CHECK(read_lines(w.file_path()) == expected);
     CHECK(w.stats().written == texts.size());
     CHECK(RawJsonWriterProbe::batch_decided(w) == texts.size());
@@ -413,12 +388,9 @@ TEST_CASE("a batch of valid records is validated as one stream and gives the byt
 
 TEST_CASE("a record submitted alone is checked for whitespace outside strings and minified only then", "[integration][raw_json]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    RawJsonWriter w(h.executor(), h.options());
+    h.start(w);
     const std::vector<std::string> texts = {R"({"s":"a b c","n":[1,2]})", R"({"s":"a b c", "n":[1,2]})",
                                             R"({"s":"x"} )"};
     for (const auto& t : texts) {
@@ -444,10 +416,8 @@ TEST_CASE("random batches of valid and malformed records give exactly what valid
         return static_cast<std::size_t>(seed >> 33);
     };
     for (int round = 0; round < 30; ++round) {
-        TempDir dir;
-        LogCapture logs;
-        IoRunner loop;
-        RawJsonWriter w(loop.executor(), test_options(dir.path(), logs));
+        Harness h;
+        RawJsonWriter w(h.executor(), h.options());
         std::vector<std::string> texts, expected;
         for (int i = 0; i < 60; ++i) {
             std::string t = parts[next() % parts.size()];
@@ -455,7 +425,7 @@ TEST_CASE("random batches of valid and malformed records give exactly what valid
             texts.push_back(t);
             if (auto o = oracle(t)) expected.push_back(*o);
         }
-        write_all(w, loop, texts);
+        write_all(w, h.loop, texts);
         INFO("round " << round);
         CHECK(read_lines(w.file_path()) == expected);
         CHECK(w.stats().written == expected.size());

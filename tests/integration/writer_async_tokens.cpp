@@ -36,17 +36,14 @@ struct Completion {
 TEST_CASE("async_flush and async_close work with a plain callback and complete on the handler's associated executor",
           "[integration][async][5k]")
 {
-    TempDir dir;
-    LogCapture logs;
     // The handlers' context outlives the writer's loop: the loop thread may still hold a copy
     // of the handler's executor (a strand of `other`) for a moment after the handler ran, as
-    // with any Asio operation. Declared first, `other` is destroyed after `loop` has stopped.
+    // with any Asio operation. Declared first, `other` is destroyed after `h.loop` has stopped.
     IoRunner other;  // a second context: its strand is the handlers' executor
-    IoRunner loop;
+    Harness h;
     auto strand = asio::make_strand(other.io());
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     other.start();
 
     for (int i = 0; i < 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
@@ -71,7 +68,7 @@ TEST_CASE("async_flush and async_close work with a plain callback and complete o
     });
     const auto p = get_within(pf);
     CHECK_FALSE(p.ec);
-    CHECK(p.thread == loop.thread_id());
+    CHECK(p.thread == h.loop.thread_id());
     CHECK(p.lines == 110);
 
     for (int i = 110; i < 120; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
@@ -93,14 +90,11 @@ TEST_CASE("async_flush and async_close work with a plain callback and complete o
 TEST_CASE("async_flush and async_close work with use_awaitable inside a coroutine and resume on its executor",
           "[integration][async][5k]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner other;  // destroyed after `loop` (see above)
-    IoRunner loop;
+    IoRunner other;  // destroyed after `h.loop` (see above)
+    Harness h;
     auto strand = asio::make_strand(other.io());
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     other.start();
 
     struct Seen {
@@ -139,12 +133,9 @@ TEST_CASE("async_flush and async_close work with use_awaitable inside a coroutin
 
 TEST_CASE("async_flush and async_close work with use_future from another thread", "[integration][async][5k]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
 
     // Submitted and awaited from a thread that is neither the loop nor the test's main thread.
     auto worker = std::async(std::launch::async, [&] {
@@ -164,14 +155,11 @@ TEST_CASE("async_flush and async_close work with use_future from another thread"
 
 TEST_CASE("async_flush completes only once every record submitted before it is written or counted", "[integration][async]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 256;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     std::uint64_t accepted = 0;
     for (int round = 0; round < 20; ++round) {
         for (int i = 0; i < 500; ++i) accepted += w.submit(rec(round * 1000 + i)) == SubmitResult::accepted;

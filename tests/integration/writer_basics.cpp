@@ -86,21 +86,19 @@ std::pair<std::error_code, jsonlw::CloseReport> close_ec(W& w)
 TEST_CASE("records become one compact JSON line each, in submission order, in <stem>-<host>-<pid>-<UTC>.jsonl; a second start() changes nothing",
           "[integration][writer][seed][5a]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    TestWriter w(h.executor(), h.options());
     CHECK(w.file_path().empty());
     CHECK(w.options().stem == "test");
     CHECK(w.options().subject == "test");
-    CHECK(w.get_executor() == boost::asio::any_io_executor(loop.executor()));
+    CHECK(w.get_executor() == boost::asio::any_io_executor(h.executor()));
 
     const std::time_t before = std::time(nullptr);
     w.start();
     const std::time_t after = std::time(nullptr);
     const std::filesystem::path path = w.file_path();
     REQUIRE_FALSE(path.empty());
-    CHECK(path.parent_path() == dir.path());
+    CHECK(path.parent_path() == h.dir.path());
 
     // <stem>-<hostname>-<pid>-<YYYYMMDDTHHMMSSZ>.jsonl, the time taken at start().
     const std::string name = path.filename().string();
@@ -133,7 +131,7 @@ TEST_CASE("records become one compact JSON line each, in submission order, in <s
         REQUIRE(w.submit(rec(i, text, value)) == SubmitResult::accepted);
         want.push_back(line_of(i, text, std::to_string(i / 2) + (i % 2 ? ".5" : ".0")));
     }
-    loop.start();  // the drain finds all 100 queued: batches of exactly 64 and 36
+    h.loop.start();  // the drain finds all 100 queued: batches of exactly 64 and 36
     flush(w);
 
     w.start();  // a second start(): same file, nothing new
@@ -146,7 +144,7 @@ TEST_CASE("records become one compact JSON line each, in submission order, in <s
     REQUIRE_FALSE(content.empty());
     CHECK(content.back() == '\n');
     CHECK(split_lines(content) == want);
-    CHECK(files_in(dir.path()) == std::vector<std::string>{name});
+    CHECK(files_in(h.dir.path()) == std::vector<std::string>{name});
 
     const auto s = w.stats();
     INFO("stats: " << s);
@@ -157,28 +155,24 @@ TEST_CASE("records become one compact JSON line each, in submission order, in <s
     CHECK(s.bytes == content.size());
     CHECK(s.batches == 3);  // 64 + 36, then the record after the second start()
     CHECK(invariant_holds(s));
-    CHECK(logs.count(LogLevel::warning) == 0);
-    CHECK(logs.count(LogLevel::error) == 0);
+    CHECK(h.logs.count(LogLevel::warning) == 0);
+    CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
 TEST_CASE("10 queued records with batch_records = 4 are appended as 4, 4 and 2", "[integration][writer][seed][5b]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.batch_records = 4;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     w.start();
     // All ten are queued before the drain first runs.
     for (int i = 0; i < 10; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
 
-    CHECK(seam->successful_write_lines() == std::vector<std::size_t>{4, 4, 2});
-    const auto calls = seam->writev_calls();
+    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{4, 4, 2});
+    const auto calls = h.seam->writev_calls();
     REQUIRE(calls.size() == 3);
     std::size_t bytes = 0;
     for (const auto& c : calls) {
@@ -196,23 +190,17 @@ TEST_CASE("10 queued records with batch_records = 4 are appended as 4, 4 and 2",
 
 TEST_CASE("while an append is slow, queued records are gathered into full batches", "[integration][writer][batching]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;  // batch_records: the default 64
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
-    seam->hold_writev();
+    Harness h(with_seam);
+    TestWriter w(h.executor(), h.options());  // batch_records: the default 64
+    ReleaseOnExit release(h.seam);
+    h.start(w);
+    h.seam->hold_writev();
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(seam->wait_writev_held());
+    REQUIRE(h.seam->wait_writev_held());
     for (int i = 1; i <= 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    seam->release();
+    h.seam->release();
     flush(w);
-    CHECK(seam->successful_write_lines() == std::vector<std::size_t>{1, 64, 36});
+    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{1, 64, 36});
     CHECK(w.stats().batches == 3);
     CHECK(count_lines(w.file_path()) == 101);
 }
@@ -220,15 +208,12 @@ TEST_CASE("while an append is slow, queued records are gathered into full batche
 TEST_CASE("with a long flush_interval, a full batch is written at once, and flush and close do not wait for the interval",
           "[integration][writer][5m]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.flush_interval = std::chrono::hours(1);
     o.batch_records = 4;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     CHECK(wait_until([&] { return count_lines(w.file_path()) == 4; }));
     REQUIRE(w.submit(rec(4)) == SubmitResult::accepted);
@@ -243,14 +228,12 @@ TEST_CASE("with a long flush_interval, a full batch is written at once, and flus
 
 TEST_CASE("records submitted before start() wait in the queue and are written once it starts", "[integration][writer]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    loop.start();
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    h.loop.start();
+    TestWriter w(h.executor(), h.options());
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
-    CHECK(files_in(dir.path()).empty());  // nothing on disk before start()
+    CHECK(files_in(h.dir.path()).empty());  // nothing on disk before start()
     w.start();
     flush(w);
     CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{1, 2});
@@ -259,16 +242,14 @@ TEST_CASE("records submitted before start() wait in the queue and are written on
 
 TEST_CASE("a record JSON cannot represent (NaN, infinity) is dropped alone and logged once", "[integration][writer][seed][malformed]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    TestWriter w(h.executor(), h.options());
     w.start();
     REQUIRE(w.submit(rec(0, "a", 1.5)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(1, "nan", std::nan(""))) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(2, "inf", std::numeric_limits<double>::infinity())) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(3, "b", -2)) == SubmitResult::accepted);
-    loop.start();  // the four are one batch
+    h.loop.start();  // the four are one batch
     flush(w);
 
     CHECK(read_lines(w.file_path()) == std::vector<std::string>{line_of(0, "a", "1.5"), line_of(3, "b", "-2.0")});
@@ -279,32 +260,30 @@ TEST_CASE("a record JSON cannot represent (NaN, infinity) is dropped alone and l
     CHECK(s.dropped.unexpected == 0);
     CHECK(s.batches == 1);
     CHECK(invariant_holds(s));
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning, "Dropped malformed test record") == 1);
-    CHECK(logs.count(LogLevel::error) == 0);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning, "Dropped malformed test record") == 1);
+    CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
 TEST_CASE("a malformed record (MalformedRecord from serialize) is dropped alone and logged; the rest of its batch is written",
           "[integration][writer][5d][malformed]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 8192;  // the section queues 2,501 records at once
     o.batch_records = 4096;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     w.start();
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
     REQUIRE(w.submit(malformed(1)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
 
     CHECK(read_lines(w.file_path()) == std::vector<std::string>{line_of(0, "r0"), line_of(2, "r2")});
     CHECK(w.stats().dropped.malformed == 1);
-    INFO(logs.dump());
-    const auto warnings = logs.matching(LogLevel::warning, "Dropped malformed test record");
+    INFO(h.logs.dump());
+    const auto warnings = h.logs.matching(LogLevel::warning, "Dropped malformed test record");
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].rfind("Dropped malformed test record: record 1 is bad", 0) == 0);
 
@@ -314,7 +293,7 @@ TEST_CASE("a malformed record (MalformedRecord from serialize) is dropped alone 
         for (int i = 0; i < 2500; ++i) REQUIRE(w.submit(malformed(10 + i)) == SubmitResult::accepted);
         REQUIRE(w.submit(rec(9999)) == SubmitResult::accepted);
         flush(w);
-        CHECK(logs.count(LogLevel::warning, "Dropped malformed test record") == 3);
+        CHECK(h.logs.count(LogLevel::warning, "Dropped malformed test record") == 3);
         const auto s = w.stats();
         INFO("stats: " << s);
         CHECK(s.dropped.malformed == 2501);
@@ -327,17 +306,15 @@ TEST_CASE("a malformed record (MalformedRecord from serialize) is dropped alone 
 TEST_CASE("a configuration decides which errors are malformed: KeyError is malformed, a serializer bug is unexpected with its message logged, the rest is written",
           "[integration][writer][seed][5e]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    TestWriter w(h.executor(), h.options());
     w.start();
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
     REQUIRE(w.submit(key_error(1)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     REQUIRE(w.submit(buggy(3)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(4)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
 
     CHECK(read_lines(w.file_path()) == std::vector<std::string>{line_of(0, "r0"), line_of(2, "r2"), line_of(4, "r4")});
@@ -348,24 +325,22 @@ TEST_CASE("a configuration decides which errors are malformed: KeyError is malfo
     CHECK(s.dropped.unexpected == 1);
     CHECK(invariant_holds(s));
 
-    INFO(logs.dump());
-    const auto warnings = logs.matching(LogLevel::warning, "Dropped malformed test record");
+    INFO(h.logs.dump());
+    const auto warnings = h.logs.matching(LogLevel::warning, "Dropped malformed test record");
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].find("'server'") != std::string::npos);
-    const auto errors = logs.matching(LogLevel::error);
+    const auto errors = h.logs.matching(LogLevel::error);
     REQUIRE(errors.size() == 1);
     CHECK(errors[0].find("serializer bug in 3") != std::string::npos);
 }
 
 TEST_CASE("unexpected errors are logged first, then every 1000th, per stage", "[integration][writer][seed][5e]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.batch_records = 1;  // one write_batch() per record
     o.queue_capacity = 8192;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     w.start();
     // 2,500 serializer bugs (stage serialize), then 1,500 layout bugs (stage write), then one
     // good record. Per stage: serialize logs #1, #1000, #2000; write logs its #1 and #1000 even
@@ -373,14 +348,14 @@ TEST_CASE("unexpected errors are logged first, then every 1000th, per stage", "[
     for (int i = 0; i < 2500; ++i) REQUIRE(w.submit(buggy(i)) == SubmitResult::accepted);
     for (int i = 0; i < 1500; ++i) REQUIRE(w.submit(layout_bug(10000 + i)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(99999)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
 
-    INFO(logs.dump().substr(0, 4000));
-    CHECK(logs.count(LogLevel::error, "serializer bug") == 3);
-    CHECK(logs.count(LogLevel::error, "layout bug") == 2);
-    CHECK(logs.count(LogLevel::error) == 5);
-    CHECK(logs.matching(LogLevel::error, "layout bug").front().find("layout bug at 10000") != std::string::npos);
+    INFO(h.logs.dump().substr(0, 4000));
+    CHECK(h.logs.count(LogLevel::error, "serializer bug") == 3);
+    CHECK(h.logs.count(LogLevel::error, "layout bug") == 2);
+    CHECK(h.logs.count(LogLevel::error) == 5);
+    CHECK(h.logs.matching(LogLevel::error, "layout bug").front().find("layout bug at 10000") != std::string::npos);
     const auto s = w.stats();
     INFO("stats: " << s);
     CHECK(s.dropped.unexpected == 4000);
@@ -392,12 +367,9 @@ TEST_CASE("unexpected errors are logged first, then every 1000th, per stage", "[
 TEST_CASE("an unexpected failure in write_batch costs its batch, not the drain, and is logged with its message",
           "[integration][writer][seed][5e]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w);
     REQUIRE(w.submit(layout_bug(2)) == SubmitResult::accepted);
@@ -408,7 +380,7 @@ TEST_CASE("an unexpected failure in write_batch costs its batch, not the drain, 
 
     const auto s = w.stats();
     INFO("stats: " << s);
-    INFO(logs.dump());
+    INFO(h.logs.dump());
     const auto ids = ids_of(read_lines(w.file_path()));
     REQUIRE(ids.size() >= 2);
     CHECK(ids.front() == 1);
@@ -417,17 +389,14 @@ TEST_CASE("an unexpected failure in write_batch costs its batch, not the drain, 
     CHECK(s.dropped.unexpected == 4 - ids.size());
     CHECK(s.dropped.unexpected >= 1);
     CHECK(invariant_holds(s));
-    CHECK(logs.count(LogLevel::error, "layout bug at 2") == 1);
+    CHECK(h.logs.count(LogLevel::error, "layout bug at 2") == 1);
 }
 
 TEST_CASE("invalid UTF-8 in a record is replaced by U+FFFD and counted as sanitized; the record is kept", "[integration][writer][utf8]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     REQUIRE(w.submit(rec(1, "caf\xC3\xA9")) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(2, "bad\xFF" "byte")) == SubmitResult::accepted);
     flush(w);
@@ -443,14 +412,11 @@ TEST_CASE("invalid UTF-8 in a record is replaced by U+FFFD and counted as saniti
 
 TEST_CASE("with flush_interval a lone record reaches the file without further submits or a flush", "[integration][writer][5m]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.flush_interval = std::chrono::milliseconds(50);
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     REQUIRE(w.submit(rec(42)) == SubmitResult::accepted);
     // Waits on the file itself (generous deadline), not on a sleep and not on async_flush.
     CHECK(wait_until([&] { return count_lines(w.file_path()) == 1; }));
@@ -464,61 +430,47 @@ TEST_CASE("with flush_interval a lone record reaches the file without further su
 
 TEST_CASE("without flush_interval a lone record also reaches the file without a flush", "[integration][writer]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     REQUIRE(w.submit(rec(7)) == SubmitResult::accepted);
     CHECK(wait_until([&] { return count_lines(w.file_path()) == 1; }));
 }
 
 TEST_CASE("the user's executor never runs the append or the serialization", "[integration][writer][threads][5l]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    Harness h(with_seam);
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     for (int i = 0; i < 50; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     flush(w);
-    const auto calls = seam->writev_calls();
+    const auto calls = h.seam->writev_calls();
     REQUIRE_FALSE(calls.empty());
     for (const auto& c : calls) {
-        CHECK(c.thread != loop.thread_id());
+        CHECK(c.thread != h.loop.thread_id());
         CHECK(c.thread != std::this_thread::get_id());
     }
     const auto ser = w.serialize_threads();
     REQUIRE_FALSE(ser.empty());
-    CHECK(ser.count(loop.thread_id()) == 0);
+    CHECK(ser.count(h.loop.thread_id()) == 0);
     CHECK(w.stats().written == 50);
 }
 
 TEST_CASE("with io_executor given, appends run on that executor and not on the user's", "[integration][writer][threads][5l]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h(with_seam);
     boost::asio::thread_pool pool(1);
-    auto seam = std::make_shared<SeamFileIo>();
     std::atomic<int> on_pool{0}, on_loop{0}, calls{0};
-    seam->on_writev([&] {
+    h.seam->on_writev([&] {
         ++calls;
         on_pool += pool.get_executor().running_in_this_thread() ? 1 : 0;
-        on_loop += loop.executor().running_in_this_thread() ? 1 : 0;
+        on_loop += h.executor().running_in_this_thread() ? 1 : 0;
     });
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
+    auto o = h.options();
     o.io_executor = pool.get_executor();
     {
-        TestWriter w(loop.executor(), o);
-        w.start();
-        loop.start();
+        TestWriter w(h.executor(), o);
+        h.start(w);
         for (int i = 0; i < 20; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
         flush(w);
         CHECK(w.stats().written == 20);
@@ -532,23 +484,21 @@ TEST_CASE("with io_executor given, appends run on that executor and not on the u
 TEST_CASE("a writer without an output directory is inert: nothing created, nothing counted, submit returns disabled",
           "[integration][writer][seed][5i]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     // Run from inside the empty temp dir, to see that nothing is created relative to it.
     const auto old_cwd = std::filesystem::current_path();
-    std::filesystem::current_path(dir.path());
+    std::filesystem::current_path(h.dir.path());
     struct Restore {
         std::filesystem::path p;
         ~Restore() { std::filesystem::current_path(p); }
     } restore{old_cwd};
 
     jsonlw::WriterOptions o;
-    o.log = logs.sink();
-    TestWriter w(loop.executor(), o);
+    o.log = h.logs.sink();
+    TestWriter w(h.executor(), o);
     w.start();
     w.start();
-    loop.start();
+    h.loop.start();
     CHECK(w.file_path().empty());
     for (int i = 0; i < 5; ++i) CHECK(w.submit(rec(i)) == SubmitResult::disabled);
     CHECK(w.stats() == jsonlw::WriterStats{});
@@ -559,26 +509,24 @@ TEST_CASE("a writer without an output directory is inert: nothing created, nothi
     CHECK((!cec || cec == jsonlw::errc::disabled));
     CHECK(report.stats == jsonlw::WriterStats{});
     CHECK(w.stats() == jsonlw::WriterStats{});
-    CHECK(files_in(dir.path()).empty());
-    CHECK(logs.count(LogLevel::warning) == 0);
-    CHECK(logs.count(LogLevel::error) == 0);
+    CHECK(files_in(h.dir.path()).empty());
+    CHECK(h.logs.count(LogLevel::warning) == 0);
+    CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
 TEST_CASE("an output directory that cannot be created disables the writer with one error log", "[integration][writer][seed][5i]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    write_file(dir / "blocker", "a regular file\n");
-    auto o = test_options(dir / "blocker" / "sub", logs);
-    TestWriter w(loop.executor(), o);
+    Harness h;
+    write_file(h.dir / "blocker", "a regular file\n");
+    auto o = test_options(h.dir / "blocker" / "sub", h.logs);
+    TestWriter w(h.executor(), o);
     REQUIRE_NOTHROW(w.start());
     REQUIRE_NOTHROW(w.start());
-    loop.start();
+    h.loop.start();
 
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::error) == 1);
-    CHECK(logs.count(LogLevel::error, "Disabling test JSONL output") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::error) == 1);
+    CHECK(h.logs.count(LogLevel::error, "Disabling test JSONL output") == 1);
     CHECK(w.file_path().empty());
     for (int i = 0; i < 3; ++i) CHECK(w.submit(rec(i)) == SubmitResult::disabled);
     CHECK(w.stats() == jsonlw::WriterStats{});
@@ -586,25 +534,23 @@ TEST_CASE("an output directory that cannot be created disables the writer with o
     CHECK((!fec || fec == jsonlw::errc::disabled));
     const auto [cec, report] = close_ec(w);
     CHECK((!cec || cec == jsonlw::errc::disabled));
-    CHECK(logs.count(LogLevel::error) == 1);
-    CHECK(std::filesystem::is_regular_file(dir / "blocker"));
-    CHECK(files_in(dir.path()) == std::vector<std::string>{"blocker"});
+    CHECK(h.logs.count(LogLevel::error) == 1);
+    CHECK(std::filesystem::is_regular_file(h.dir / "blocker"));
+    CHECK(files_in(h.dir.path()) == std::vector<std::string>{"blocker"});
 }
 
 TEST_CASE("stats are per writer, never process-global", "[integration][writer][stats]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto oa = test_options(dir.path(), logs);
+    Harness h;
+    auto oa = h.options();
     oa.stem = "a";
-    auto ob = test_options(dir.path(), logs);
+    auto ob = h.options();
     ob.stem = "b";
-    TestWriter a(loop.executor(), oa);
-    TestWriter b(loop.executor(), ob);
+    TestWriter a(h.executor(), oa);
+    TestWriter b(h.executor(), ob);
     a.start();
     b.start();
-    loop.start();
+    h.loop.start();
     for (int i = 0; i < 3; ++i) REQUIRE(a.submit(rec(i)) == SubmitResult::accepted);
     for (int i = 0; i < 5; ++i) REQUIRE(b.submit(rec(i)) == SubmitResult::accepted);
     REQUIRE(b.submit(malformed(9)) == SubmitResult::accepted);

@@ -72,16 +72,13 @@ TEST_CASE("4 producers, 200,000 records, 1,024 slots, 1 and 4 serializer threads
           "[integration][concurrency][5j][serializers]")
 {
     const std::size_t serializers = GENERATE(1, 4);
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 1024;
     o.serializer_threads = serializers;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     w.declare_concurrent();
-    w.start();
-    loop.start();
+    h.start(w);
 
     std::atomic<bool> go{false}, stop{false};
     std::atomic<long> accepted{0}, refused{0}, other{0};
@@ -131,7 +128,7 @@ TEST_CASE("4 producers, 200,000 records, 1,024 slots, 1 and 4 serializer threads
     CHECK(check_file(w.file_path(), s, per_producer) == "");
     CHECK(s.bytes == read_file(w.file_path()).size());
     CHECK(w.serialize_threads().size() <= serializers);
-    CHECK(logs.count(jsonlw::LogLevel::warning, "serializer_threads") == 0);
+    CHECK(h.logs.count(jsonlw::LogLevel::warning, "serializer_threads") == 0);
 
     const auto report = close(w);
     CHECK(report.drained);
@@ -142,14 +139,11 @@ TEST_CASE("4 producers, 200,000 records, 1,024 slots, 1 and 4 serializer threads
 TEST_CASE("a close racing with producers: every submit is accepted or closed, every accepted record is written, the invariant is exact",
           "[integration][concurrency][shutdown]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 1 << 15;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
 
     std::atomic<bool> go{false}, stop{false};
     std::atomic<long> accepted{0}, closed{0}, full{0}, other{0};

@@ -129,22 +129,17 @@ protected:
 TEST_CASE("an async_flush still pending when async_close times out on a stuck append completes with timed_out",
           "[integration][core][shutdown]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.batch_records = 1;
     o.shutdown_timeout = std::chrono::milliseconds(200);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    seam->hold_writev();
+    h.seam->hold_writev();
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(seam->wait_writev_held());
+    REQUIRE(h.seam->wait_writev_held());
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
 
     std::promise<jsonlw::error_code> flushed;
@@ -158,11 +153,11 @@ TEST_CASE("an async_flush still pending when async_close times out on a stuck ap
     CHECK(report.stats.pending == 0);
     CHECK(invariant_holds(report.stats));
     CHECK(get_within(flushed.get_future()) == jsonlw::make_error_code(jsonlw::errc::timed_out));
-    CHECK(logs.count(LogLevel::warning, "Timed out flushing test JSONL") == 1);
+    CHECK(h.logs.count(LogLevel::warning, "Timed out flushing test JSONL") == 1);
 
-    seam->release();
+    h.seam->release();
     // The stuck append returns after close gave up on it: nothing is counted twice.
-    REQUIRE(wait_until([&] { return seam->writev_returned() == 1; }));
+    REQUIRE(wait_until([&] { return h.seam->writev_returned() == 1; }));
     const auto s = w.stats();
     INFO("after release: " << s);
     CHECK(s.unknown == 1);
@@ -172,17 +167,15 @@ TEST_CASE("an async_flush still pending when async_close times out on a stuck ap
 
 TEST_CASE("drained is false exactly when close left something unwritten", "[integration][core][shutdown]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
-    loop.start();
+    Harness h;
+    auto o = h.options();
+    h.loop.start();
 
     SECTION("everything written: drained")
     {
-        TestWriter w(loop.executor(), o);
+        TestWriter w(h.executor(), o);
         w.start();
-        submit_group(loop, w, {1, 2, 3});
+        submit_group(h.loop, w, {1, 2, 3});
         const auto report = close(w);
         INFO("stats: " << report.stats);
         CHECK(report.drained);
@@ -191,7 +184,7 @@ TEST_CASE("drained is false exactly when close left something unwritten", "[inte
     }
     SECTION("closed before start() with records queued: not drained, each counted as shutdown")
     {
-        TestWriter w(loop.executor(), o);
+        TestWriter w(h.executor(), o);
         REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
         REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
         const auto report = close(w);
@@ -204,7 +197,7 @@ TEST_CASE("drained is false exactly when close left something unwritten", "[inte
     }
     SECTION("closed before start() with nothing queued: drained")
     {
-        TestWriter w(loop.executor(), o);
+        TestWriter w(h.executor(), o);
         const auto report = close(w);
         CHECK(report.drained);
         CHECK(report.stats.submitted == 0);
@@ -213,10 +206,10 @@ TEST_CASE("drained is false exactly when close left something unwritten", "[inte
     {
         auto seam = std::make_shared<SeamFileIo>();
         o.file_io = seam;
-        TestWriter w(loop.executor(), o);
+        TestWriter w(h.executor(), o);
         w.start();
         seam->fail_writev(EIO, 1);
-        submit_group(loop, w, {1, 2});
+        submit_group(h.loop, w, {1, 2});
         flush(w);
         Rec bad = rec(3);
         bad.throw_malformed = true;
@@ -233,15 +226,9 @@ TEST_CASE("drained is false exactly when close left something unwritten", "[inte
 TEST_CASE("each fault is counted exactly by reason: write error, short write, EINTR, then a clean append",
           "[integration][core][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    Harness h(with_seam);
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     const auto line_bytes = [](std::vector<int> ids) {
         std::uint64_t n = 0;
         for (int id : ids) n += line_of(id).size() + 1;
@@ -249,8 +236,8 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
     };
 
     // EIO before a byte landed: both records are write errors.
-    seam->fail_writev(EIO, 1);
-    submit_group(loop, w, {10, 11});
+    h.seam->fail_writev(EIO, 1);
+    submit_group(h.loop, w, {10, 11});
     flush(w);
     auto s = w.stats();
     INFO("after EIO: " << s);
@@ -264,8 +251,8 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
 
     // Half of three equal lines lands, then ENOSPC: the first line whole and the second cut
     // are unknown, the third never reached the file.
-    seam->short_write_once(ENOSPC);
-    submit_group(loop, w, {20, 21, 22});
+    h.seam->short_write_once(ENOSPC);
+    submit_group(h.loop, w, {20, 21, 22});
     flush(w);
     s = w.stats();
     INFO("after a short write then ENOSPC: " << s);
@@ -277,8 +264,8 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
     CHECK(invariant_holds(s));
 
     // EINTR is retried: nothing lost.
-    seam->eintr_once();
-    submit_group(loop, w, {30, 31});
+    h.seam->eintr_once();
+    submit_group(h.loop, w, {30, 31});
     flush(w);
     s = w.stats();
     INFO("after EINTR: " << s);
@@ -289,7 +276,7 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
     CHECK(s.dropped.write_error == 3);
     CHECK(invariant_holds(s));
 
-    submit_group(loop, w, {40});
+    submit_group(h.loop, w, {40});
     flush(w);
     s = w.stats();
     INFO("after a clean append: " << s);
@@ -302,8 +289,8 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
     CHECK(s.unknown == 2);
     CHECK(invariant_holds(s));
     // Two failed appends, one warning (the first; the next is the 1000th).
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
     const auto lines = read_lines(w.file_path());
     REQUIRE(lines.size() >= 3);
     CHECK(std::vector<std::string>(lines.end() - 3, lines.end()) ==
@@ -313,19 +300,14 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
 TEST_CASE("an fsync that fails after each batch makes the batch's records unknown, not write errors",
           "[integration][core][faults][durability]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.durability = Durability::fsync_batch;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
 
-    seam->fail_fsync(EIO, 1);
-    submit_group(loop, w, {1, 2, 3});
+    h.seam->fail_fsync(EIO, 1);
+    submit_group(h.loop, w, {1, 2, 3});
     flush(w);
     auto s = w.stats();
     INFO("stats: " << s);
@@ -334,61 +316,51 @@ TEST_CASE("an fsync that fails after each batch makes the batch's records unknow
     CHECK(s.written == 0);
     CHECK(invariant_holds(s));
 
-    submit_group(loop, w, {4});
+    submit_group(h.loop, w, {4});
     flush(w);
     s = w.stats();
     INFO("stats: " << s);
     CHECK(s.written == 1);
     CHECK(s.batches == 1);
     CHECK(s.unknown == 3);
-    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
+    CHECK(h.logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
 }
 
 TEST_CASE("a failed interval fsync at close is logged once and costs no record", "[integration][core][faults][durability]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.durability = Durability::fsync_interval;
     o.fsync_interval = std::chrono::hours(1);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
 
-    submit_group(loop, w, {1, 2});
+    submit_group(h.loop, w, {1, 2});
     flush(w);
-    CHECK(seam->fsync_count() == 0);  // not due for an hour
-    seam->fail_fsync(EIO, 1);
+    CHECK(h.seam->fsync_count() == 0);  // not due for an hour
+    h.seam->fail_fsync(EIO, 1);
     const auto report = close(w);
     INFO("stats: " << report.stats);
     CHECK(report.drained);
     CHECK(report.stats.written == 2);
     CHECK(report.stats.unknown == 0);
     CHECK(report.stats.dropped.total() == 0);
-    CHECK(seam->fsync_count() >= 1);
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning, "Failed to fsync test JSONL") == 1);
+    CHECK(h.seam->fsync_count() >= 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning, "Failed to fsync test JSONL") == 1);
 }
 
 TEST_CASE("batch_records = 3 cuts 8 queued records into writes of exactly 3, 3 and 2", "[integration][core][batching]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.batch_records = 3;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
 
-    submit_group(loop, w, range(0, 8));
+    submit_group(h.loop, w, range(0, 8));
     flush(w);
-    CHECK(seam->successful_write_lines() == std::vector<std::size_t>{3, 3, 2});
+    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{3, 3, 2});
     const auto s = w.stats();
     INFO("stats: " << s);
     CHECK(s.batches == 3);
@@ -400,13 +372,9 @@ TEST_CASE("batch_records = 3 cuts 8 queued records into writes of exactly 3, 3 a
 
 TEST_CASE("batch_bytes closes a batch once its size hints reach the limit", "[integration][core][batching]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.batch_records = 64;
-    o.file_io = seam;
     std::vector<std::size_t> want;
     SECTION("hints of 100 bytes, limit 200: two records per batch")
     {
@@ -418,27 +386,22 @@ TEST_CASE("batch_bytes closes a batch once its size hints reach the limit", "[in
         o.batch_bytes = 201;
         want = {3, 3, 1};
     }
-    SizedWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
-    submit_group(loop, w, range(0, 7));
+    SizedWriter w(h.executor(), o);
+    h.start(w);
+    submit_group(h.loop, w, range(0, 7));
     flush(w);
-    CHECK(seam->successful_write_lines() == want);
+    CHECK(h.seam->successful_write_lines() == want);
     CHECK(w.stats().batches == want.size());
     CHECK(w.stats().written == 7);
 }
 
 TEST_CASE("with the drain stuck, each overflow policy keeps exactly its survivors", "[integration][core][overflow]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.queue_capacity = 4;
     o.batch_records = 1;
     o.block_timeout = std::chrono::milliseconds(1);
-    o.file_io = seam;
     std::vector<std::int64_t> want;
     std::vector<SubmitResult> want_results;
     std::uint64_t want_queue_full = 0, want_evicted = 0;
@@ -460,14 +423,13 @@ TEST_CASE("with the drain stuck, each overflow policy keeps exactly its survivor
         want = {0, 1, 2, 3, 4};
         want_queue_full = 6;
     }
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    seam->hold_writev();
+    h.seam->hold_writev();
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(seam->wait_writev_held());
+    REQUIRE(h.seam->wait_writev_held());
     int accepted = 0;
     for (int i = 1; i <= 10; ++i) {
         const SubmitResult r = w.submit(rec(i));
@@ -479,7 +441,7 @@ TEST_CASE("with the drain stuck, each overflow policy keeps exactly its survivor
     INFO("stats: " << s);
     CHECK(s.pending == 5);  // record 0 mid-append, four queued
     CHECK(invariant_holds(s));
-    seam->release();
+    h.seam->release();
     flush(w);
     s = w.stats();
     INFO("stats: " << s);
@@ -495,20 +457,17 @@ TEST_CASE("with the drain stuck, each overflow policy keeps exactly its survivor
 TEST_CASE("a blocked async_submit is let in once a quarter of the queue is free, not one slot later",
           "[integration][core][overflow]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     auto io = std::make_shared<GatedIo>();
-    auto o = test_options(dir.path(), logs);
+    auto o = h.options();
     o.queue_capacity = 8;  // wakes blocked producers at 2 free slots
     o.batch_records = 1;
     o.overflow = Overflow::block;
     o.block_timeout = std::chrono::minutes(5);  // never reached: only a pop lets it in
     o.file_io = io;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     OpenOnExit open{io};
-    w.start();
-    loop.start();
+    h.start(w);
 
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
     REQUIRE(io->wait_entered(1));  // record 0 waits at the gate; the queue is empty
@@ -541,9 +500,7 @@ TEST_CASE("a blocked async_submit is let in once a quarter of the queue is free,
 TEST_CASE("a write_batch that appends too little or too much still counts each record exactly once",
           "[integration][core][accounting]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     std::vector<Rec> recs{rec(1), rec(2), rec(3)};
     std::uint64_t want_written = 0, want_unexpected = 0;
     std::string want_log;
@@ -560,12 +517,11 @@ TEST_CASE("a write_batch that appends too little or too much still counts each r
         want_written = 3;
         want_log = "write_batch() accounted 6 test records for a batch of 3";
     }
-    MiscountingWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    MiscountingWriter w(h.executor(), h.options());
+    h.start(w);
 
     std::promise<void> done;
-    boost::asio::post(loop.executor(), [&] {  // one batch
+    boost::asio::post(h.executor(), [&] {  // one batch
         for (const Rec& r : recs) CHECK(w.submit(r) == SubmitResult::accepted);
         done.set_value();
     });
@@ -579,6 +535,6 @@ TEST_CASE("a write_batch that appends too little or too much still counts each r
     CHECK(s.dropped.total() == want_unexpected);
     CHECK(s.pending == 0);
     CHECK(invariant_holds(s));
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::error, want_log) == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::error, want_log) == 1);
 }

@@ -28,14 +28,11 @@ std::string line_of(int id)
 TEST_CASE("an append the filesystem refuses (a symlink to /dev/full: ENOSPC) costs its batch with one warning; once the fault clears, records are written again",
           "[integration][faults][seed][5f]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    const auto target = dir / "full.jsonl";
+    Harness h;
+    const auto target = h.dir / "full.jsonl";
     std::filesystem::create_symlink("/dev/full", target);
-    RoutedWriter w(loop.executor(), test_options(dir.path(), logs), RoutedWriter::to(target));
-    w.start();
-    loop.start();
+    RoutedWriter w(h.executor(), h.options(), RoutedWriter::to(target));
+    h.start(w);
 
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
@@ -46,8 +43,8 @@ TEST_CASE("an append the filesystem refuses (a symlink to /dev/full: ENOSPC) cos
     CHECK(s.dropped.write_error == 2);
     CHECK(s.batches == 0);
     CHECK(invariant_holds(s));
-    INFO(logs.dump());
-    auto warnings = logs.matching(LogLevel::warning, "Failed to write test JSONL");
+    INFO(h.logs.dump());
+    auto warnings = h.logs.matching(LogLevel::warning, "Failed to write test JSONL");
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].find("No space left on device") != std::string::npos);
 
@@ -55,7 +52,7 @@ TEST_CASE("an append the filesystem refuses (a symlink to /dev/full: ENOSPC) cos
     REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);
     flush(w);
     CHECK(w.stats().dropped.write_error == 3);
-    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
+    CHECK(h.logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
 
     // The fault clears: the path becomes an ordinary (new) file.
     std::filesystem::remove(target);
@@ -69,20 +66,17 @@ TEST_CASE("an append the filesystem refuses (a symlink to /dev/full: ENOSPC) cos
     CHECK(invariant_holds(s));
     CHECK(std::filesystem::is_regular_file(std::filesystem::symlink_status(target)));
     CHECK(read_lines(target) == std::vector<std::string>{line_of(4), line_of(5)});
-    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
+    CHECK(h.logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
 }
 
 TEST_CASE("a directory path through a regular file (ENOTDIR) costs the batch with a warning; once the fault clears, records are written again",
           "[integration][faults][5f]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    write_file(dir / "blocker", "not a directory\n");
-    const auto target = dir / "blocker" / "x.jsonl";
-    RoutedWriter w(loop.executor(), test_options(dir.path(), logs), RoutedWriter::to(target));
-    w.start();
-    loop.start();
+    Harness h;
+    write_file(h.dir / "blocker", "not a directory\n");
+    const auto target = h.dir / "blocker" / "x.jsonl";
+    RoutedWriter w(h.executor(), h.options(), RoutedWriter::to(target));
+    h.start(w);
 
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w);
@@ -91,12 +85,12 @@ TEST_CASE("a directory path through a regular file (ENOTDIR) costs the batch wit
     CHECK(s.written == 0);
     CHECK(s.dropped.write_error == 1);
     CHECK(invariant_holds(s));
-    INFO(logs.dump());
-    const auto warnings = logs.matching(LogLevel::warning, "Failed to write test JSONL");
+    INFO(h.logs.dump());
+    const auto warnings = h.logs.matching(LogLevel::warning, "Failed to write test JSONL");
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].find("Not a directory") != std::string::npos);
 
-    std::filesystem::remove(dir / "blocker");
+    std::filesystem::remove(h.dir / "blocker");
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     flush(w);
     s = w.stats();
@@ -109,19 +103,13 @@ TEST_CASE("a directory path through a regular file (ENOTDIR) costs the batch wit
 
 TEST_CASE("an append that fails with EIO costs only its batch, warns once, and the drain goes on", "[integration][faults][seed][5f]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    Harness h(with_seam);
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
 
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w);
-    seam->fail_writev(EIO, 1);
+    h.seam->fail_writev(EIO, 1);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);
     flush(w);  // 2 and 3: one batch or two; only the failed one is lost
@@ -131,7 +119,7 @@ TEST_CASE("an append that fails with EIO costs only its batch, warns once, and t
     const auto s = w.stats();
     INFO("stats: " << s);
     const auto ids = ids_of(read_lines(w.file_path()));
-    INFO(logs.dump());
+    INFO(h.logs.dump());
     REQUIRE(ids.size() >= 2);
     CHECK(ids.front() == 1);
     CHECK(ids.back() == 4);
@@ -140,27 +128,23 @@ TEST_CASE("an append that fails with EIO costs only its batch, warns once, and t
     CHECK(s.dropped.write_error >= 1);
     CHECK(s.dropped.unexpected == 0);
     CHECK(invariant_holds(s));
-    const auto warnings = logs.matching(LogLevel::warning, "Failed to write test JSONL");
+    const auto warnings = h.logs.matching(LogLevel::warning, "Failed to write test JSONL");
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].find("Input/output error") != std::string::npos);
-    CHECK(logs.count(LogLevel::error) == 0);
+    CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
 TEST_CASE("write failures are warned about first, then every 1000th", "[integration][faults][5f]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    seam->fail_writev(ENOSPC, -1);
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
+    Harness h(with_seam);
+    h.seam->fail_writev(ENOSPC, -1);
+    auto o = h.options();
     o.batch_records = 1;
     o.queue_capacity = 4096;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     w.start();
     for (int i = 0; i < 2500; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
 
     const auto s = w.stats();
@@ -168,24 +152,19 @@ TEST_CASE("write failures are warned about first, then every 1000th", "[integrat
     CHECK(s.dropped.write_error == 2500);
     CHECK(s.written == 0);
     CHECK(invariant_holds(s));
-    INFO(logs.dump().substr(0, 2000));
-    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 3);
-    CHECK(logs.count(LogLevel::warning, "No space left on device") == 3);
+    INFO(h.logs.dump().substr(0, 2000));
+    CHECK(h.logs.count(LogLevel::warning, "Failed to write test JSONL") == 3);
+    CHECK(h.logs.count(LogLevel::warning, "No space left on device") == 3);
 }
 
 TEST_CASE("a write interrupted by EINTR is retried: nothing is lost or counted as an error", "[integration][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    seam->eintr_once();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
+    Harness h(with_seam);
+    h.seam->eintr_once();
+    TestWriter w(h.executor(), h.options());
     w.start();
     for (int i = 0; i < 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
 
     CHECK(read_lines(w.file_path()) ==
@@ -195,27 +174,22 @@ TEST_CASE("a write interrupted by EINTR is retried: nothing is lost or counted a
     CHECK(s.written == 5);
     CHECK(s.dropped.total() == 0);
     CHECK(invariant_holds(s));
-    CHECK(seam->writev_count() >= 2);
-    CHECK(logs.count(LogLevel::warning) == 0);
+    CHECK(h.seam->writev_count() >= 2);
+    CHECK(h.logs.count(LogLevel::warning) == 0);
 }
 
 TEST_CASE("a short write is completed: every line reaches the file whole", "[integration][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    seam->short_write_once();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
+    Harness h(with_seam);
+    h.seam->short_write_once();
+    TestWriter w(h.executor(), h.options());
     w.start();
     std::vector<std::string> want;
     for (int i = 0; i < 10; ++i) {
         REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
         want.push_back(line_of(i));
     }
-    loop.start();
+    h.loop.start();
     flush(w);
 
     CHECK(read_lines(w.file_path()) == want);
@@ -225,26 +199,20 @@ TEST_CASE("a short write is completed: every line reaches the file whole", "[int
     CHECK(s.bytes == read_file(w.file_path()).size());
     CHECK(s.dropped.total() == 0);
     CHECK(invariant_holds(s));
-    CHECK(seam->writev_count() >= 2);
-    CHECK(logs.count(LogLevel::warning) == 0);
+    CHECK(h.seam->writev_count() >= 2);
+    CHECK(h.logs.count(LogLevel::warning) == 0);
 }
 
 TEST_CASE("a disk that fills up in the middle of a line leaves a torn tail that the next record never glues onto",
           "[integration][faults][torn]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    Harness h(with_seam);
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
 
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w);
-    seam->short_write_once(ENOSPC);  // half of record 2's line, then ENOSPC
+    h.seam->short_write_once(ENOSPC);  // half of record 2's line, then ENOSPC
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     flush(w);
     auto s = w.stats();
@@ -252,7 +220,7 @@ TEST_CASE("a disk that fills up in the middle of a line leaves a torn tail that 
     CHECK(s.written == 1);
     CHECK(s.dropped.write_error + s.unknown == 1);
     CHECK(invariant_holds(s));
-    CHECK(logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
+    CHECK(h.logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
 
     REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);
     flush(w);

@@ -36,11 +36,9 @@ Rec keyed(int id, std::string key, bool bad = false)
 TEST_CASE("a per-key layout routes records into <dir>/<key>/part.jsonl through serialize_batch and append; its malformed records are still counted",
           "[integration][layout][5o]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    const auto out = dir / "by_key";
-    RoutedWriter w(loop.executor(), test_options(dir.path(), logs), RoutedWriter::by_key(out));
+    Harness h;
+    const auto out = h.dir / "by_key";
+    RoutedWriter w(h.executor(), h.options(), RoutedWriter::by_key(out));
     w.start();
     REQUIRE(w.submit(keyed(0, "alpha")) == SubmitResult::accepted);
     REQUIRE(w.submit(keyed(1, "beta")) == SubmitResult::accepted);
@@ -48,7 +46,7 @@ TEST_CASE("a per-key layout routes records into <dir>/<key>/part.jsonl through s
     REQUIRE(w.submit(keyed(3, "beta", true)) == SubmitResult::accepted);
     REQUIRE(w.submit(keyed(4, "gamma")) == SubmitResult::accepted);
     REQUIRE(w.submit(keyed(5, "gamma", true)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
 
     CHECK(read_lines(out / "alpha" / "part.jsonl") == std::vector<std::string>{line_of(0), line_of(2)});
@@ -59,8 +57,8 @@ TEST_CASE("a per-key layout routes records into <dir>/<key>/part.jsonl through s
     CHECK(s.written == 4);
     CHECK(s.dropped.malformed == 2);
     CHECK(invariant_holds(s));
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning, "Dropped malformed test record: record 3 is bad") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning, "Dropped malformed test record: record 3 is bad") == 1);
 
     // Later batches append to the same files.
     REQUIRE(w.submit(keyed(6, "alpha")) == SubmitResult::accepted);
@@ -82,23 +80,21 @@ TEST_CASE("a per-key layout routes records into <dir>/<key>/part.jsonl through s
 TEST_CASE("appending to an existing file whose last byte is not a newline writes a newline first, so a torn tail never glues onto a new record",
           "[integration][durability][torn][5n]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    const auto torn = dir / "torn.jsonl";
-    const auto whole = dir / "whole.jsonl";
-    const auto empty = dir / "empty.jsonl";
+    Harness h;
+    const auto torn = h.dir / "torn.jsonl";
+    const auto whole = h.dir / "whole.jsonl";
+    const auto empty = h.dir / "empty.jsonl";
     write_file(torn, "{\"a\":1}\n{\"tor");
     write_file(whole, "{\"a\":1}\n");
     write_file(empty, "");
     auto route = [&](const Rec& r) { return r.key == "torn" ? torn : r.key == "whole" ? whole : empty; };
-    RoutedWriter w(loop.executor(), test_options(dir.path(), logs), route);
+    RoutedWriter w(h.executor(), h.options(), route);
     w.start();
     REQUIRE(w.submit(keyed(1, "torn")) == SubmitResult::accepted);
     REQUIRE(w.submit(keyed(2, "torn")) == SubmitResult::accepted);
     REQUIRE(w.submit(keyed(3, "whole")) == SubmitResult::accepted);
     REQUIRE(w.submit(keyed(4, "empty")) == SubmitResult::accepted);
-    loop.start();  // one batch: three appends, in this order
+    h.loop.start();  // one batch: three appends, in this order
     flush(w);
 
     CHECK(read_file(torn) == "{\"a\":1}\n{\"tor\n" + line_of(1) + "\n" + line_of(2) + "\n");
@@ -122,32 +118,28 @@ TEST_CASE("appending to an existing file whose last byte is not a newline writes
 
 TEST_CASE("fsync_batch fsyncs every batch before its records count as written", "[integration][durability][5n]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.durability = Durability::fsync_batch;
     o.batch_records = 8;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
     w.start();
     for (int i = 0; i < 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
     auto s = w.stats();
     INFO("stats: " << s);
     CHECK(s.written == 100);
     CHECK(s.batches == 13);  // 12 x 8 + 4
-    CHECK(seam->fsync_count() >= static_cast<int>(s.batches));
+    CHECK(h.seam->fsync_count() >= static_cast<int>(s.batches));
     CHECK(count_lines(w.file_path()) == 100);
 
     SECTION("while a batch's fsync has not returned, its records are not counted as written")
     {
-        seam->hold_fsync();
+        h.seam->hold_fsync();
         for (int i = 100; i < 105; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-        REQUIRE(seam->wait_fsync_held());
+        REQUIRE(h.seam->wait_fsync_held());
         // The bytes are in the file (write returned) but not yet durable.
         CHECK(wait_until([&] { return count_lines(w.file_path()) >= 101; }));
         s = w.stats();
@@ -156,7 +148,7 @@ TEST_CASE("fsync_batch fsyncs every batch before its records count as written", 
         CHECK(s.pending == 5);
         CHECK(invariant_holds(s));
 
-        seam->release();
+        h.seam->release();
         flush(w);
         s = w.stats();
         INFO("stats: " << s);
@@ -168,19 +160,14 @@ TEST_CASE("fsync_batch fsyncs every batch before its records count as written", 
 
 TEST_CASE("a failed fsync under fsync_batch never counts its batch as written, and warns", "[integration][durability][faults][5n]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.durability = Durability::fsync_batch;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w);
-    seam->fail_fsync(EIO, 1);
+    h.seam->fail_fsync(EIO, 1);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     flush(w);
     REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);
@@ -193,70 +180,54 @@ TEST_CASE("a failed fsync under fsync_batch never counts its batch as written, a
     CHECK(s.dropped.write_error + s.unknown == 1);
     CHECK(invariant_holds(s));
     CHECK(count_lines(w.file_path()) >= 2);
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning, "test JSONL") == 1);
-    CHECK(logs.count(LogLevel::warning, "Input/output error") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning, "test JSONL") == 1);
+    CHECK(h.logs.count(LogLevel::warning, "Input/output error") == 1);
 }
 
 TEST_CASE("fsync_interval fsyncs unsynced data within the interval without a flush", "[integration][durability][5n]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.durability = Durability::fsync_interval;
     o.fsync_interval = std::chrono::milliseconds(50);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
-    CHECK(wait_until([&] { return seam->fsync_returned() >= 1; }));
+    CHECK(wait_until([&] { return h.seam->fsync_returned() >= 1; }));
     CHECK(wait_until([&] { return w.stats().written == 1; }));
 }
 
 TEST_CASE("fsync_interval counts records as written after write, fsyncs at most once per interval and once more at close",
           "[integration][durability][5n]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.durability = Durability::fsync_interval;
     o.fsync_interval = std::chrono::hours(1);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     for (int round = 0; round < 5; ++round) {
         REQUIRE(w.submit(rec(round)) == SubmitResult::accepted);
         flush(w);
     }
     CHECK(w.stats().written == 5);  // not waiting for any fsync
-    const int before_close = seam->fsync_count();
+    const int before_close = h.seam->fsync_count();
     CHECK(before_close <= 1);
     const auto report = close(w);
     CHECK(report.drained);
-    CHECK(seam->fsync_count() > before_close);
+    CHECK(h.seam->fsync_count() > before_close);
     CHECK(count_lines(w.file_path()) == 5);
 }
 
 TEST_CASE("Durability::none never fsyncs", "[integration][durability]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    Harness h(with_seam);
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     for (int i = 0; i < 10; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     flush(w);
     close(w);
-    CHECK(seam->fsync_count() == 0);
+    CHECK(h.seam->fsync_count() == 0);
     CHECK(count_lines(w.file_path()) == 10);
 }

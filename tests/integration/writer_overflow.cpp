@@ -89,19 +89,14 @@ SubmitResult submit_within(W& w, SeamFileIo& seam, int id, Clock::duration limit
 
 TEST_CASE("a full queue drops the newest records, counts them and logs the first drop only", "[integration][overflow][seed][5c]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.queue_capacity = 8;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    stall_drain(w, *seam);
+    stall_drain(w, *h.seam);
     const int first_refused = fill_until_refused(w);
     CHECK(first_refused - 1 >= 8);  // the queue held at least its capacity
     for (int i = 1; i <= 4; ++i) CHECK(w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full);
@@ -112,7 +107,7 @@ TEST_CASE("a full queue drops the newest records, counts them and logs the first
     CHECK(s.submitted == static_cast<std::uint64_t>(first_refused) + 5);
     CHECK(invariant_holds(s));
 
-    seam->release();
+    h.seam->release();
     flush(w);
     s = w.stats();
     INFO("stats: " << s);
@@ -123,33 +118,28 @@ TEST_CASE("a full queue drops the newest records, counts them and logs the first
     std::vector<std::int64_t> want;
     for (int i = 0; i < first_refused; ++i) want.push_back(i);
     CHECK(ids_of(read_lines(w.file_path())) == want);
-    INFO(logs.dump());
-    CHECK(drop_warnings(logs) == std::vector<long>{1});
-    CHECK(logs.count(LogLevel::warning, "Dropped 1 test records") == 1);
+    INFO(h.logs.dump());
+    CHECK(drop_warnings(h.logs) == std::vector<long>{1});
+    CHECK(h.logs.count(LogLevel::warning, "Dropped 1 test records") == 1);
 }
 
 TEST_CASE("a full queue drops the newest, counts every drop and logs the first drop and every 1000th", "[integration][overflow][5c]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.queue_capacity = 16;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    stall_drain(w, *seam);
+    stall_drain(w, *h.seam);
     const int first_refused = fill_until_refused(w);
     int refused = 0;
     for (int i = 1; i <= 2000; ++i) refused += w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full;
     CHECK(refused == 2000);
     CHECK(w.stats().dropped.queue_full == 2001);
 
-    seam->release();
+    h.seam->release();
     flush(w);
     const auto s = w.stats();
     INFO("stats: " << s);
@@ -157,62 +147,52 @@ TEST_CASE("a full queue drops the newest, counts every drop and logs the first d
     CHECK(s.written == static_cast<std::uint64_t>(first_refused));
     CHECK(s.submitted == static_cast<std::uint64_t>(first_refused) + 2001);
     CHECK(invariant_holds(s));
-    INFO(logs.dump());
-    CHECK(drop_warnings(logs) == std::vector<long>{1, 1000, 2000});
+    INFO(h.logs.dump());
+    CHECK(drop_warnings(h.logs) == std::vector<long>{1, 1000, 2000});
 }
 
 TEST_CASE("a full queue is logged at its marks while the I/O thread is still stuck in a write",
           "[integration][overflow][logs]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.queue_capacity = 16;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    stall_drain(w, *seam);
+    stall_drain(w, *h.seam);
     const int first_refused = fill_until_refused(w);
     int refused = 1;
     for (int i = 1; i <= 1998; ++i) refused += w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full;
     CHECK(refused == 1999);
     // The drops passed the marks 1 and 1000: both warnings come from the strand, the I/O
     // thread still holding its first append.
-    CHECK(wait_until([&] { return drop_warnings(logs).size() == 2; }));
-    CHECK(seam->writev_count() == 1);
-    INFO(logs.dump());
-    CHECK(drop_warnings(logs) == std::vector<long>{1, 1000});
+    CHECK(wait_until([&] { return drop_warnings(h.logs).size() == 2; }));
+    CHECK(h.seam->writev_count() == 1);
+    INFO(h.logs.dump());
+    CHECK(drop_warnings(h.logs) == std::vector<long>{1, 1000});
 
-    seam->release();
+    h.seam->release();
     flush(w);
     const auto s = w.stats();
     CHECK(s.dropped.queue_full == 1999);
     CHECK(invariant_holds(s));
-    CHECK(drop_warnings(logs) == std::vector<long>{1, 1000});  // each mark once
+    CHECK(drop_warnings(h.logs) == std::vector<long>{1, 1000});  // each mark once
 }
 
 TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and the newest records are written", "[integration][overflow][5c]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.queue_capacity = 4;
     o.batch_records = 1;
     o.overflow = Overflow::drop_oldest;
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    stall_drain(w, *seam);
+    stall_drain(w, *h.seam);
     for (int i = 1; i <= 10; ++i) CHECK(w.submit(rec(i)) == SubmitResult::accepted);
     auto s = w.stats();
     INFO("stats: " << s);
@@ -220,7 +200,7 @@ TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and t
     CHECK(s.dropped.oldest_evicted >= 5);  // 10 into 4 slots (+ at most one popped batch of 1)
     CHECK(invariant_holds(s));
 
-    seam->release();
+    h.seam->release();
     flush(w);
     s = w.stats();
     INFO("stats: " << s);
@@ -234,34 +214,29 @@ TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and t
     REQUIRE(ids.size() >= 5);
     CHECK(ids.front() == 0);
     for (std::size_t i = 1; i < ids.size(); ++i) CHECK(ids[i] == static_cast<std::int64_t>(11 - ids.size() + i));
-    CHECK(drop_warnings(logs).empty());
+    CHECK(drop_warnings(h.logs).empty());
 }
 
 TEST_CASE("block waits at most block_timeout for room, then drops and counts the record", "[integration][overflow][5c]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.queue_capacity = 2;
     o.batch_records = 1;
     o.overflow = Overflow::block;
     o.block_timeout = std::chrono::milliseconds(100);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    stall_drain(w, *seam);
+    stall_drain(w, *h.seam);
     int id = 1;
     SubmitResult r = SubmitResult::accepted;
     Clock::duration took{};
     for (; r == SubmitResult::accepted; ++id) {
         REQUIRE(id < 10);
         const auto t0 = Clock::now();
-        r = submit_within(w, *seam, id, o.block_timeout + block_slack);
+        r = submit_within(w, *h.seam, id, o.block_timeout + block_slack);
         took = Clock::now() - t0;
     }
     const int refused = id - 1;
@@ -275,7 +250,7 @@ TEST_CASE("block waits at most block_timeout for room, then drops and counts the
     CHECK(s.dropped.queue_full == 1);
     CHECK(invariant_holds(s));
 
-    seam->release();
+    h.seam->release();
     flush(w);
     s = w.stats();
     INFO("stats: " << s);
@@ -289,27 +264,22 @@ TEST_CASE("block waits at most block_timeout for room, then drops and counts the
 
 TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[integration][overflow][5c]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.queue_capacity = 2;
     o.batch_records = 1;
     o.overflow = Overflow::block;
     o.block_timeout = std::chrono::seconds(20);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    stall_drain(w, *seam);
+    stall_drain(w, *h.seam);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     // The queue is full now: this submit waits on its own thread until the seam lets go.
     auto waiting = std::async(std::launch::async, [&] { return w.submit(rec(3)); });
-    seam->release();
+    h.seam->release();
     CHECK(get_within(waiting) == SubmitResult::accepted);
     flush(w);
     CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
@@ -322,30 +292,25 @@ TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[in
 TEST_CASE("async_submit under block waits without blocking its caller: accepted once there is room, dropped after block_timeout",
           "[integration][overflow][async][5c]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.queue_capacity = 2;
     o.batch_records = 1;
     o.overflow = Overflow::block;
-    o.file_io = seam;
 
     SECTION("room appears: accepted")
     {
         o.block_timeout = std::chrono::seconds(20);
-        TestWriter w(loop.executor(), o);
-        ReleaseOnExit release(seam);
-        w.start();
-        loop.start();
-        stall_drain(w, *seam);
+        TestWriter w(h.executor(), o);
+        ReleaseOnExit release(h.seam);
+        h.start(w);
+        stall_drain(w, *h.seam);
         REQUIRE(get_within(w.async_submit(rec(1), boost::asio::use_future)) == SubmitResult::accepted);
         REQUIRE(get_within(w.async_submit(rec(2), boost::asio::use_future)) == SubmitResult::accepted);
         auto f = w.async_submit(rec(3), boost::asio::use_future);
         // The call returned at once; the operation cannot complete while the append is held.
         CHECK(f.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
-        seam->release();
+        h.seam->release();
         CHECK(get_within(f) == SubmitResult::accepted);
         flush(w);
         CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
@@ -354,11 +319,10 @@ TEST_CASE("async_submit under block waits without blocking its caller: accepted 
     SECTION("no room within block_timeout: dropped_queue_full, counted")
     {
         o.block_timeout = std::chrono::milliseconds(100);
-        TestWriter w(loop.executor(), o);
-        ReleaseOnExit release(seam);
-        w.start();
-        loop.start();
-        stall_drain(w, *seam);
+        TestWriter w(h.executor(), o);
+        ReleaseOnExit release(h.seam);
+        h.start(w);
+        stall_drain(w, *h.seam);
         int id = 1;
         SubmitResult r = SubmitResult::accepted;
         for (; r == SubmitResult::accepted; ++id) {
@@ -371,7 +335,7 @@ TEST_CASE("async_submit under block waits without blocking its caller: accepted 
         INFO("stats: " << s);
         CHECK(s.dropped.queue_full == 1);
         CHECK(invariant_holds(s));
-        seam->release();
+        h.seam->release();
         flush(w);
         s = w.stats();
         INFO("stats: " << s);
@@ -382,12 +346,9 @@ TEST_CASE("async_submit under block waits without blocking its caller: accepted 
 
 TEST_CASE("async_submit without the block policy completes at once with what submit would return", "[integration][overflow][async]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     CHECK(get_within(w.async_submit(rec(1), boost::asio::use_future)) == SubmitResult::accepted);
     flush(w);
     CHECK(count_lines(w.file_path()) == 1);

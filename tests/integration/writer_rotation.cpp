@@ -106,17 +106,14 @@ protected:
 TEST_CASE("Rotating 50 times under load from two threads leaves every record in exactly one closed file, and a reader globbing *.jsonl meanwhile only ever sees complete files",
           "[integration][rotation]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.rotate_bytes = 4096;
     o.overflow = jsonlw::Overflow::block;
     o.block_timeout = std::chrono::seconds(10);
     o.queue_capacity = 256;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
 
     // ~40 bytes per line: 2 x 3000 records are ~240 KB, i.e. about 60 files of 4 KiB.
     constexpr int per_thread = 3000;
@@ -126,7 +123,7 @@ TEST_CASE("Rotating 50 times under load from two threads leaves every record in 
     std::map<fs::path, std::string> seen;
     std::thread reader([&] {
         while (!done.load()) {
-            for (const fs::path& p : files_ending(dir.path(), ".jsonl"))
+            for (const fs::path& p : files_ending(h.dir.path(), ".jsonl"))
                 if (!seen.count(p)) seen.emplace(p, read_file(p));
             std::this_thread::yield();
         }
@@ -152,8 +149,8 @@ TEST_CASE("Rotating 50 times under load from two threads leaves every record in 
     CHECK(report.stats.files_closed >= 50);
 
     // Nothing is left with the open suffix; the closed files are numbered 000000, 000001, …
-    CHECK(files_ending(dir.path(), ".open").empty());
-    const auto closed = files_ending(dir.path(), ".jsonl");
+    CHECK(files_ending(h.dir.path(), ".open").empty());
+    const auto closed = files_ending(h.dir.path(), ".jsonl");
     REQUIRE(closed.size() >= 51);
     CHECK(closed.size() == report.stats.files_closed + 1);  // the last one closed by close()
     CHECK(w.files() == closed);
@@ -195,25 +192,22 @@ TEST_CASE("Rotating 50 times under load from two threads leaves every record in 
 TEST_CASE("rotate_bytes splits a batch at line boundaries: no file exceeds it, and a line longer than it gets a file of its own",
           "[integration][rotation]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.rotate_bytes = 100;
     o.batch_records = 64;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     // Queued before start(): the first batch holds all of them.
     for (int i = 0; i < 10; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(10, std::string(300, 'x'))) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(11)) == SubmitResult::accepted);
-    w.start();
-    loop.start();
+    h.start(w);
     const auto report = close(w);
     INFO("stats: " << report.stats);
     CHECK(report.stats.written == 12);
     CHECK(report.stats.batches >= 2);
 
-    const auto closed = files_ending(dir.path(), ".jsonl");
+    const auto closed = files_ending(h.dir.path(), ".jsonl");
     std::vector<std::int64_t> ids;
     bool long_alone = false;
     for (const fs::path& p : closed) {
@@ -235,52 +229,46 @@ TEST_CASE("rotate_bytes splits a batch at line boundaries: no file exceeds it, a
 TEST_CASE("rotate_interval closes an idle file on time: it is renamed to .jsonl without another record, and the next record starts the next file",
           "[integration][rotation]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.rotate_interval = std::chrono::milliseconds(200);
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w);
-    REQUIRE(files_ending(dir.path(), ".jsonl.open").size() == 1);
-    CHECK(files_ending(dir.path(), ".jsonl").empty());
+    REQUIRE(files_ending(h.dir.path(), ".jsonl.open").size() == 1);
+    CHECK(files_ending(h.dir.path(), ".jsonl").empty());
 
     // No record arrives: the drain's timer still rotates the file.
     REQUIRE(wait_until([&] { return w.stats().files_closed == 1; }));
-    REQUIRE(wait_until([&] { return files_ending(dir.path(), ".jsonl").size() == 1; }));
-    CHECK(files_ending(dir.path(), ".open").empty());
-    CHECK(read_lines(files_ending(dir.path(), ".jsonl")[0]).size() == 1);
+    REQUIRE(wait_until([&] { return files_ending(h.dir.path(), ".jsonl").size() == 1; }));
+    CHECK(files_ending(h.dir.path(), ".open").empty());
+    CHECK(read_lines(files_ending(h.dir.path(), ".jsonl")[0]).size() == 1);
 
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     flush(w);
-    const auto open = files_ending(dir.path(), ".jsonl.open");
+    const auto open = files_ending(h.dir.path(), ".jsonl.open");
     REQUIRE(open.size() == 1);
     CHECK(open[0].filename().string().find("-000001.jsonl.open") != std::string::npos);
     const auto report = close(w);
     CHECK(report.stats.written == 2);
-    CHECK(files_ending(dir.path(), ".jsonl").size() == 2);
-    CHECK(files_ending(dir.path(), ".open").empty());
+    CHECK(files_ending(h.dir.path(), ".jsonl").size() == 2);
+    CHECK(files_ending(h.dir.path(), ".open").empty());
 }
 
 TEST_CASE("async_reopen() with the open suffix completes once the file is renamed; records after it go to the next file",
           "[integration][rotation][reopen]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.open_suffix = ".open";  // numbered files and the suffix, without automatic rotation
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     for (int i = 0; i < 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     flush(w);
-    CHECK(files_ending(dir.path(), ".jsonl").empty());
+    CHECK(files_ending(h.dir.path(), ".jsonl").empty());
     get_within(w.async_reopen(boost::asio::use_future));
-    auto closed = files_ending(dir.path(), ".jsonl");
+    auto closed = files_ending(h.dir.path(), ".jsonl");
     REQUIRE(closed.size() == 1);
     CHECK(closed[0] == w.file_path());
     CHECK(read_lines(closed[0]).size() == 5);
@@ -292,7 +280,7 @@ TEST_CASE("async_reopen() with the open suffix completes once the file is rename
 
     for (int i = 5; i < 8; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     const auto report = close(w);
-    closed = files_ending(dir.path(), ".jsonl");
+    closed = files_ending(h.dir.path(), ".jsonl");
     REQUIRE(closed.size() == 2);
     CHECK(read_lines(closed[1]).size() == 3);
     CHECK(report.stats.written == 8);
@@ -302,12 +290,9 @@ TEST_CASE("async_reopen() with the open suffix completes once the file is rename
 TEST_CASE("reopen() without a suffix, after logrotate moved the file away, creates file_path() anew for the records that follow",
           "[integration][rotation][reopen]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     for (int i = 0; i < 3; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     flush(w);
     const fs::path rotated = w.file_path().string() + ".1";
@@ -327,16 +312,13 @@ TEST_CASE("reopen() without a suffix, after logrotate moved the file away, creat
 TEST_CASE("A rename the filesystem refuses keeps the records in the .open file, with a warning and exact counts; the writer goes on in the next file",
           "[integration][rotation][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     auto seam = std::make_shared<RenameFails>(EACCES);
-    auto o = test_options(dir.path(), logs);
+    auto o = h.options();
     o.open_suffix = ".open";
     o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w);
     seam->armed = true;
@@ -347,15 +329,15 @@ TEST_CASE("A rename the filesystem refuses keeps the records in the .open file, 
     flush(w);
     seam->armed = false;
     const auto report = close(w);
-    INFO(logs.dump());
+    INFO(h.logs.dump());
     CHECK(report.stats.written == 2);
     CHECK(report.stats.dropped.total() == 0);
-    CHECK(logs.count(LogLevel::warning, "Failed to rename test JSONL file") == 1);
-    const auto stuck = files_ending(dir.path(), ".jsonl.open");
+    CHECK(h.logs.count(LogLevel::warning, "Failed to rename test JSONL file") == 1);
+    const auto stuck = files_ending(h.dir.path(), ".jsonl.open");
     REQUIRE(stuck.size() == 1);
     CHECK(stuck[0].filename().string().find("-000000.jsonl.open") != std::string::npos);
     CHECK(read_lines(stuck[0]).size() == 1);
-    const auto closed = files_ending(dir.path(), ".jsonl");
+    const auto closed = files_ending(h.dir.path(), ".jsonl");
     REQUIRE(closed.size() == 1);
     CHECK(closed[0].filename().string().find("-000001.jsonl") != std::string::npos);
     CHECK(seam->renames == 2);
@@ -363,16 +345,13 @@ TEST_CASE("A rename the filesystem refuses keeps the records in the .open file, 
 
 TEST_CASE("async_reopen() reports the rename's error to its caller", "[integration][rotation][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     auto seam = std::make_shared<RenameFails>(EXDEV);
-    auto o = test_options(dir.path(), logs);
+    auto o = h.options();
     o.open_suffix = ".open";
     o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w);
     seam->armed = true;
@@ -386,22 +365,19 @@ TEST_CASE("async_reopen() reports the rename's error to its caller", "[integrati
 TEST_CASE("A writer destroyed without async_close() still gives its file the final name",
           "[integration][rotation][lifetime]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     {
-        auto o = test_options(dir.path(), logs);
+        auto o = h.options();
         o.rotate_bytes = 1 << 20;
-        TestWriter w(loop.executor(), o);
-        w.start();
-        loop.start();
+        TestWriter w(h.executor(), o);
+        h.start(w);
         for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
         flush(w);
-        REQUIRE(files_ending(dir.path(), ".open").size() == 1);
+        REQUIRE(files_ending(h.dir.path(), ".open").size() == 1);
     }
     // The rename runs when the writer's loop lets go of its drain, right after.
-    CHECK(wait_until([&] { return files_ending(dir.path(), ".open").empty(); }));
-    const auto closed = files_ending(dir.path(), ".jsonl");
+    CHECK(wait_until([&] { return files_ending(h.dir.path(), ".open").empty(); }));
+    const auto closed = files_ending(h.dir.path(), ".jsonl");
     REQUIRE(closed.size() == 1);
     CHECK(read_lines(closed[0]).size() == 4);
 }
@@ -409,19 +385,16 @@ TEST_CASE("A writer destroyed without async_close() still gives its file the fin
 TEST_CASE("The envelope numbers every record: max(seq)+1-count(*) equals the drops counted (evicted, malformed), and every file's first line is unique",
           "[integration][envelope]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.envelope = true;
     o.rotate_bytes = 300;
     o.queue_capacity = 8;
     o.overflow = jsonlw::Overflow::drop_oldest;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     // Before start(): 12 into a queue of 8 evicts the 4 oldest (seq 0-3).
     for (int i = 0; i < 12; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    w.start();
-    loop.start();
+    h.start(w);
     flush(w);
     // Then records one at a time, every fifth malformed (15, 20, 25, 30, 35).
     for (int i = 12; i < 40; ++i) {
@@ -436,7 +409,7 @@ TEST_CASE("The envelope numbers every record: max(seq)+1-count(*) equals the dro
     CHECK(report.stats.dropped.malformed == 5);
     CHECK(report.stats.dropped.seq_gaps() == 9);
 
-    const auto files = files_ending(dir.path(), ".jsonl");
+    const auto files = files_ending(h.dir.path(), ".jsonl");
     REQUIRE(files.size() >= 3);
     std::set<std::string> first_lines;
     std::set<std::int64_t> seqs;
@@ -467,19 +440,16 @@ TEST_CASE("The envelope numbers every record: max(seq)+1-count(*) equals the dro
 TEST_CASE("Refusals of a full queue become seq gaps too: max(seq)+1-count(*) equals every drop the writer counted, queue_full included",
           "[integration][envelope]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.envelope = true;
     o.queue_capacity = 4;  // Overflow::drop_newest (the default)
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     int accepted = 0;
     // Before start(): 4 accepted, 6 refused.
     for (int i = 0; i < 10; ++i) accepted += w.submit(rec(i)) == SubmitResult::accepted;
     REQUIRE(accepted == 4);
-    w.start();
-    loop.start();
+    h.start(w);
     flush(w);
     // Then one at a time (never refused), one malformed.
     for (int i = 10; i < 16; ++i) {
@@ -510,17 +480,15 @@ TEST_CASE("Refusals of a full queue become seq gaps too: max(seq)+1-count(*) equ
 TEST_CASE("The writer id is <host>-<pid>-<generation> and differs between two writers of one process",
           "[integration][envelope]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.envelope = true;
-    TestWriter a(loop.executor(), o);
+    TestWriter a(h.executor(), o);
     o.stem = "other";
-    TestWriter b(loop.executor(), o);
+    TestWriter b(h.executor(), o);
     a.start();
     b.start();
-    loop.start();
+    h.loop.start();
     CHECK(a.writer_id() != b.writer_id());
     const std::regex id(R"(.+-(\d+)-(\d{16,}))");
     std::smatch m;
@@ -537,22 +505,19 @@ TEST_CASE("The writer id is <host>-<pid>-<generation> and differs between two wr
 TEST_CASE("Under the envelope a record that is not a JSON object is malformed, and an empty object gets the envelope alone",
           "[integration][envelope]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.envelope = true;
-    ShapeWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    ShapeWriter w(h.executor(), o);
+    h.start(w);
     REQUIRE(w.submit(0) == SubmitResult::accepted);
     REQUIRE(w.submit(-1) == SubmitResult::accepted);
     REQUIRE(w.submit(7) == SubmitResult::accepted);
     const auto report = close(w);
     CHECK(report.stats.written == 2);
     CHECK(report.stats.dropped.malformed == 1);
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning, "must be a JSON object") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning, "must be a JSON object") == 1);
     const auto lines = read_lines(w.file_path());
     REQUIRE(lines.size() == 2);
     CHECK(lines[0] == R"({"seq":0,"writer":")" + w.writer_id() + R"("})");
@@ -562,22 +527,19 @@ TEST_CASE("Under the envelope a record that is not a JSON object is malformed, a
 TEST_CASE("The envelope also numbers the records of a per-key layout (serialize_batch over pointers)",
           "[integration][envelope]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.envelope = true;
-    RoutedWriter w(loop.executor(), o, RoutedWriter::by_key(dir.path()));
+    RoutedWriter w(h.executor(), o, RoutedWriter::by_key(h.dir.path()));
     for (int i = 0; i < 6; ++i) {
         auto r = rec(i);
         r.key = i % 2 ? "odd" : "even";
         REQUIRE(w.submit(r) == SubmitResult::accepted);
     }
-    w.start();
-    loop.start();
+    h.start(w);
     close(w);
     for (const char* key : {"even", "odd"}) {
-        for (const auto& l : read_lines(dir / key / "part.jsonl"))
+        for (const auto& l : read_lines(h.dir / key / "part.jsonl"))
             CHECK(member_int(l, "seq") == json_id(l).value());
     }
 }
@@ -585,9 +547,7 @@ TEST_CASE("The envelope also numbers the records of a per-key layout (serialize_
 TEST_CASE("start() renames the .open files a crashed process of this stem and host left, and leaves those of live processes and other hosts alone",
           "[integration][rotation][crash]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     char host[256] = {};
     REQUIRE(::gethostname(host, sizeof host - 1) == 0);
     // A pid that has ended: a child that exited and was reaped.
@@ -599,19 +559,18 @@ TEST_CASE("start() renames the .open files a crashed process of this stem and ho
     const std::string live = fmt::format("test-{}-{}-20260101T000000Z-000000.jsonl.open", host, ::getppid());
     const std::string other = fmt::format("test-elsewhere.example-{}-20260101T000000Z-000000.jsonl.open", child);
     const std::string stem = fmt::format("other-{}-{}-20260101T000000Z-000000.jsonl.open", host, child);
-    for (const auto& n : {dead, live, other, stem}) write_file(dir / n, "{\"id\":1}\n");
+    for (const auto& n : {dead, live, other, stem}) write_file(h.dir / n, "{\"id\":1}\n");
 
-    auto o = test_options(dir.path(), logs);
+    auto o = h.options();
     o.rotate_bytes = 1 << 20;
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
-    INFO(logs.dump());
-    CHECK(fs::exists(dir / dead.substr(0, dead.size() - 5)));
-    CHECK(!fs::exists(dir / dead));
-    CHECK(fs::exists(dir / live));
-    CHECK(fs::exists(dir / other));
-    CHECK(fs::exists(dir / stem));
-    CHECK(logs.count(LogLevel::info, "Renamed 1 test JSONL file(s) left open by ended processes") == 1);
+    TestWriter w(h.executor(), o);
+    h.start(w);
+    INFO(h.logs.dump());
+    CHECK(fs::exists(h.dir / dead.substr(0, dead.size() - 5)));
+    CHECK(!fs::exists(h.dir / dead));
+    CHECK(fs::exists(h.dir / live));
+    CHECK(fs::exists(h.dir / other));
+    CHECK(fs::exists(h.dir / stem));
+    CHECK(h.logs.count(LogLevel::info, "Renamed 1 test JSONL file(s) left open by ended processes") == 1);
     close(w);
 }

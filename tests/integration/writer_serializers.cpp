@@ -62,13 +62,11 @@ template <class Writer, class Make>
 Outcome run_with(std::size_t serializers, const std::vector<Rec>& records, Make make,
                  bool concurrent = true, std::size_t gate = 0)
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = records.size();
     o.serializer_threads = serializers;
-    Writer w = make(loop.executor(), o, dir.path());
+    Writer w = make(h.executor(), o, h.dir.path());
     if (concurrent) w.declare_concurrent();
     w.gate_serialize(gate);
     // start() makes the helpers (the I/O thread exists since the constructor); nothing else
@@ -78,17 +76,17 @@ Outcome run_with(std::size_t serializers, const std::vector<Rec>& records, Make 
     w.start();
     REQUIRE(process_threads() - threads_before == (concurrent ? serializers - 1 : 0));
     for (const Rec& r : records) REQUIRE(w.submit(r) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     const auto report = close(w);
     REQUIRE(report.drained);
     Outcome out;
     out.stats = report.stats;
     out.threads = w.serialize_threads().size();
     out.serialize_calls = w.serialize_calls();
-    out.warnings = logs.count(LogLevel::warning, "serializer_threads");
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
+    out.warnings = h.logs.count(LogLevel::warning, "serializer_threads");
+    for (const auto& e : std::filesystem::recursive_directory_iterator(h.dir.path())) {
         if (!e.is_regular_file()) continue;
-        std::string rel = std::filesystem::relative(e.path(), dir.path()).string();
+        std::string rel = std::filesystem::relative(e.path(), h.dir.path()).string();
         // The default layout's name holds the start time: keep only what does not vary.
         if (rel.rfind("records-", 0) == 0) rel = "records.jsonl";
         out.files.push_back(rel);
@@ -236,19 +234,17 @@ TEST_CASE("RawJsonWriter with 4 serializer threads validates each chunk as one s
         }
     }
     const auto run = [&](std::size_t serializers) {
-        TempDir dir;
-        LogCapture logs;
-        IoRunner loop;
-        auto o = test_options(dir.path(), logs);
+        Harness h;
+        auto o = h.options();
         o.queue_capacity = texts.size();
         o.serializer_threads = serializers;
-        jsonlw::RawJsonWriter w(loop.executor(), o);
+        jsonlw::RawJsonWriter w(h.executor(), o);
         w.start();
         for (const auto& t : texts) REQUIRE(w.submit(t) == SubmitResult::accepted);
-        loop.start();
+        h.loop.start();
         const auto report = close(w);
         REQUIRE(report.drained);
-        CHECK(logs.count(LogLevel::warning, "serializer_threads") == 0);
+        CHECK(h.logs.count(LogLevel::warning, "serializer_threads") == 0);
         return std::make_pair(read_file(w.file_path()), report.stats);
     };
     const auto [bytes1, s1] = run(1);

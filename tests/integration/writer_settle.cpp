@@ -38,17 +38,15 @@ protected:
 
 TEST_CASE("a batch settled as partly delivered counts written, write_error and unknown exactly", "[integration][settle]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.batch_records = 4;
-    SettlingWriter w(loop.executor(), o);
+    SettlingWriter w(h.executor(), o);
     w.delivered = 2;
     w.failed = 1;
     w.start();
     for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w);
     const auto s = w.stats();
     CHECK(s.written == 2);
@@ -78,17 +76,15 @@ TEST_CASE("a batch settled as partly delivered counts written, write_error and u
 
 TEST_CASE("settle never counts more records than the group holds", "[integration][settle]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.batch_records = 3;
-    SettlingWriter w(loop.executor(), o);
+    SettlingWriter w(h.executor(), o);
     w.delivered = 10;  // more than the batch: clamped
     w.failed = 10;
     w.start();
     for (int i = 0; i < 3; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     const auto report = close(w);
     CHECK(report.stats.written == 3);
     CHECK(report.stats.dropped.write_error == 0);

@@ -30,16 +30,14 @@ constexpr std::chrono::seconds flush_deadline{5};
 TEST_CASE("async_close writes every queued record before completing, and a later submit returns closed and is counted",
           "[integration][shutdown][seed][5g]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 4096;
     o.batch_records = 16;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     w.start();
     for (int i = 0; i < 2000; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     const auto report = close(w);  // issued while (nearly) everything is still queued
 
     CHECK(report.drained);
@@ -69,17 +67,14 @@ TEST_CASE("async_close writes every queued record before completing, and a later
     CHECK(again.drained);
     CHECK(again.stats.written == 2000);
     CHECK(invariant_holds(again.stats));
-    CHECK(logs.count(LogLevel::error) == 0);
+    CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
 TEST_CASE("async_close of an idle writer completes at once with drained = true", "[integration][shutdown]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     flush(w, flush_deadline);
     const auto report = close(w);
@@ -91,21 +86,16 @@ TEST_CASE("async_close of an idle writer completes at once with drained = true",
 TEST_CASE("async_close with an append stuck past shutdown_timeout completes within the timeout plus 250 ms and counts what was not written",
           "[integration][shutdown][seed][5h]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.shutdown_timeout = std::chrono::milliseconds(300);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
 
-    seam->hold_writev();
+    h.seam->hold_writev();
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(seam->wait_writev_held());  // record 0's append is stuck
+    REQUIRE(h.seam->wait_writev_held());  // record 0's append is stuck
     for (int i = 1; i <= 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
 
     const auto t0 = Clock::now();
@@ -127,8 +117,8 @@ TEST_CASE("async_close with an append stuck past shutdown_timeout completes with
     CHECK(w.submit(rec(6)) == SubmitResult::closed);
 
     // The stuck call returns later; the accounting stays consistent and the writer can go.
-    seam->release();
-    CHECK(wait_until([&] { return seam->writev_returned() >= 1; }));
+    h.seam->release();
+    CHECK(wait_until([&] { return h.seam->writev_returned() >= 1; }));
     const auto after = w.stats();
     CHECK(invariant_holds(after));
     CHECK(after.submitted == 7);
@@ -137,18 +127,16 @@ TEST_CASE("async_close with an append stuck past shutdown_timeout completes with
 
 TEST_CASE("destroying a writer that was never closed does not hang", "[integration][shutdown][5h]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 4096;
     std::filesystem::path path;
 
     SECTION("with the loop running and records queued")
     {
-        loop.start();
+        h.loop.start();
         {
-            TestWriter w(loop.executor(), o);
+            TestWriter w(h.executor(), o);
             w.start();
             path = w.file_path();
             for (int i = 0; i < 3000; ++i) w.submit(rec(i));
@@ -162,16 +150,16 @@ TEST_CASE("destroying a writer that was never closed does not hang", "[integrati
     SECTION("never started")
     {
         {
-            TestWriter w(loop.executor(), o);
+            TestWriter w(h.executor(), o);
             w.submit(rec(1));
         }
-        CHECK(files_in(dir.path()).empty());
+        CHECK(files_in(h.dir.path()).empty());
     }
     SECTION("right after a flush, with the loop running")
     {
-        loop.start();
+        h.loop.start();
         {
-            TestWriter w(loop.executor(), o);
+            TestWriter w(h.executor(), o);
             w.start();
             for (int i = 0; i < 10; ++i) w.submit(rec(i));
             flush(w, flush_deadline);
@@ -183,12 +171,9 @@ TEST_CASE("destroying a writer that was never closed does not hang", "[integrati
 
 TEST_CASE("a close issued from the completion handler of a flush drains everything", "[integration][shutdown]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     std::promise<jsonlw::CloseReport> done;
     auto f = done.get_future();
     std::error_code flush_error = jsonlw::errc::timed_out;
@@ -208,21 +193,19 @@ TEST_CASE("a close issued from the completion handler of a flush drains everythi
 TEST_CASE("on_close runs once on the I/O thread after every queued record is written, before close completes",
           "[integration][shutdown][on_close]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 4096;
-    TestWriter w(loop.executor(), o);
+    TestWriter w(h.executor(), o);
     std::atomic<std::size_t> lines_seen{0};
     std::atomic<bool> on_loop{true};
     w.on_close_action([&] {
         lines_seen = count_lines(w.file_path());
-        on_loop = loop.executor().running_in_this_thread();
+        on_loop = h.executor().running_in_this_thread();
     });
     w.start();
     for (int i = 0; i < 1000; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     flush(w, flush_deadline);
     CHECK(w.on_close_calls() == 0);  // a flush is not a close
     for (int i = 1000; i < 1500; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
@@ -237,28 +220,23 @@ TEST_CASE("on_close runs once on the I/O thread after every queued record is wri
 
 TEST_CASE("on_close is not called when close runs out of time", "[integration][shutdown][on_close]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.shutdown_timeout = std::chrono::milliseconds(100);
-    o.file_io = seam;
     auto calls = std::make_shared<std::atomic<int>>(0);
     {
-        TestWriter w(loop.executor(), o);
-        ReleaseOnExit release(seam);
+        TestWriter w(h.executor(), o);
+        ReleaseOnExit release(h.seam);
         w.on_close_action([calls] { ++*calls; });
-        w.start();
-        loop.start();
-        seam->hold_writev();
+        h.start(w);
+        h.seam->hold_writev();
         REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-        REQUIRE(seam->wait_writev_held());
+        REQUIRE(h.seam->wait_writev_held());
         const auto report = close(w);
         CHECK_FALSE(report.drained);
         CHECK(calls->load() == 0);
-        seam->release();
-        CHECK(wait_until([&] { return seam->writev_returned() >= 1; }));
+        h.seam->release();
+        CHECK(wait_until([&] { return h.seam->writev_returned() >= 1; }));
     }
     CHECK(calls->load() == 0);
 }
@@ -267,43 +245,35 @@ TEST_CASE("a close that runs out of time calls on_close_timed_out once on the st
           "append_outlived_close says whether the append it gave up on has returned",
           "[integration][shutdown][on_close]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
+    Harness h(with_seam);
+    auto o = h.options();
     o.shutdown_timeout = std::chrono::milliseconds(100);
-    o.file_io = seam;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
     CHECK_FALSE(w.append_outlived_close());
-    seam->hold_writev();
+    h.seam->hold_writev();
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(seam->wait_writev_held());
+    REQUIRE(h.seam->wait_writev_held());
     CHECK_FALSE(w.append_outlived_close());  // stuck, but close has not given up on it
     const auto report = close(w);
     CHECK_FALSE(report.drained);
     CHECK(w.on_close_timed_out_calls() == 1);
-    CHECK(w.on_close_timed_out_thread() == loop.thread_id());
+    CHECK(w.on_close_timed_out_thread() == h.loop.thread_id());
     CHECK(w.outlived_at_timeout());
     CHECK(w.append_outlived_close());
     CHECK(w.on_close_calls() == 0);
-    seam->release();
+    h.seam->release();
     CHECK(wait_until([&] { return !w.append_outlived_close(); }));
-    CHECK(seam->writev_returned() == 1);
+    CHECK(h.seam->writev_returned() == 1);
     CHECK(w.on_close_timed_out_calls() == 1);
 }
 
 TEST_CASE("a close that drains in time never calls on_close_timed_out", "[integration][shutdown][on_close]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
     for (int i = 0; i < 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     CHECK(close(w).drained);
     CHECK(w.on_close_timed_out_calls() == 0);
@@ -312,18 +282,15 @@ TEST_CASE("a close that drains in time never calls on_close_timed_out", "[integr
 
 TEST_CASE("an exception from on_close is logged as unexpected and close still completes", "[integration][shutdown][on_close]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));
+    Harness h;
+    TestWriter w(h.executor(), h.options());
     w.on_close_action([] { throw std::runtime_error("trailer bug"); });
-    w.start();
-    loop.start();
+    h.start(w);
     for (int i = 0; i < 10; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     const auto report = close(w);
     CHECK(report.stats.written == 10);
     CHECK(invariant_holds(report.stats));
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::error, "trailer bug") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::error, "trailer bug") == 1);
     CHECK(count_lines(w.file_path()) == 10);
 }

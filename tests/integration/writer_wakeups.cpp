@@ -88,12 +88,9 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 TEST_CASE("a producer on another thread at a steady rate never allocates inside submit()",
           "[integration][writer][wakeup]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    TestWriter w(loop.executor(), test_options(dir.path(), logs));  // default idle_poll: 1 ms
-    w.start();
-    loop.start();
+    Harness h;
+    TestWriter w(h.executor(), h.options());  // default idle_poll: 1 ms
+    h.start(w);
     int refused = 0;
     // Warm-up: the drain's first polls, the I/O thread's first batches.
     allocations_in_submits(w, 0, 200, 100us, refused);
@@ -110,15 +107,12 @@ TEST_CASE("a producer on another thread at a steady rate never allocates inside 
 TEST_CASE("after an idle spell, or with idle_poll 0, the wake-up submit() posts allocates nothing on an io_context",
           "[integration][writer][wakeup]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     const bool poll = GENERATE(true, false);
     o.idle_poll = poll ? std::chrono::microseconds(1000) : std::chrono::microseconds(0);
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     int refused = 0;
     allocations_in_submits(w, 0, 20, 0us, refused);
     REQUIRE(wait_until([&] { return w.stats().written == 20; }));
@@ -138,14 +132,11 @@ TEST_CASE("after an idle spell, or with idle_poll 0, the wake-up submit() posts 
 TEST_CASE("on an executor that is not an io_context's, records are still written without a flush",
           "[integration][writer][wakeup]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.idle_poll = GENERATE(std::chrono::microseconds(0), std::chrono::microseconds(1000));
-    TestWriter w(boost::asio::make_strand(loop.io()), o);
-    w.start();
-    loop.start();
+    TestWriter w(boost::asio::make_strand(h.loop.io()), o);
+    h.start(w);
     for (int i = 0; i < 3; ++i) {
         REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
         CHECK(wait_until([&] { return count_lines(w.file_path()) == static_cast<std::size_t>(i) + 1; }));
@@ -159,14 +150,11 @@ TEST_CASE("on an executor that is not an io_context's, records are still written
 TEST_CASE("RawJsonWriter: submit(std::string_view) copies a line of up to 456 B into its queue cell with no allocation; a longer one into a string; every line written as given",
           "[integration][writer][raw_json][submit_view]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = test_options(dir.path(), logs);
+    Harness h;
+    auto o = h.options();
     o.queue_capacity = 4096;
-    jsonlw::RawJsonWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    jsonlw::RawJsonWriter w(h.executor(), o);
+    h.start(w);
     std::vector<std::string> expected;
     std::string buf;  // the caller's buffer, reused for every line
     std::uint64_t inside = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "files.hpp"
+#include "harness.hpp"
 #include "io_runner.hpp"
 #include "log_capture.hpp"
 #include "options.hpp"
