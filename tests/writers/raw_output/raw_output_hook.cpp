@@ -24,21 +24,17 @@ using jsonlw::LogLevel;
 namespace {
 
 // A writer over a fresh directory, its loop running.
-struct Fixture {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+struct Fixture : Harness {
     RawOutputWriter w;
 
     explicit Fixture(std::size_t max_pending = 4096)
-        : w(loop.executor(), [&] {
-              auto o = options(dir.path(), logs);
+        : w(executor(), [&] {
+              auto o = raw_output_test::options(*this);
               o.max_pending = max_pending;
               return o;
           }())
     {
-        w.start();
-        loop.start();
+        start(w);
     }
 
     // Closes the writer and reads back everything it wrote.
@@ -249,15 +245,13 @@ TEST_CASE("one record is written when the output finishes", "[raw_output][hook][
 
 TEST_CASE("a finished record is filed under its hour in a per-process file", "[raw_output][hook][records]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     // Two instances in one process (the in-proxy path and a worker, say) share one file.
-    RawOutputWriter a(loop.executor(), options(dir.path(), logs));
-    RawOutputWriter b(loop.executor(), options(dir.path(), logs));
+    RawOutputWriter a(h.executor(), options(h));
+    RawOutputWriter b(h.executor(), options(h));
     a.start();
     b.start();
-    loop.start();
+    h.loop.start();
     const auto before = jsonlw::WallClock::now();
     feed(a, {.req = 1, .text = "from a", .ids = {1}, .final_ = true});
     feed(b, {.req = 2, .text = "from b", .ids = {2}, .final_ = true});
@@ -265,12 +259,12 @@ TEST_CASE("a finished record is filed under its hour in a per-process file", "[r
     close(b);
     const auto after = jsonlw::WallClock::now();
 
-    const auto records = read_records(dir.path());  // checks each file against finished_at
+    const auto records = read_records(h.dir.path());  // checks each file against finished_at
     REQUIRE(records.size() == 2);
     CHECK(records[0].file == records[1].file);
     const std::string hour = records[0].file.parent_path().filename().string();
     CHECK((hour == jsonlw::utc_hour(before) || hour == jsonlw::utc_hour(after)));
-    CHECK(records[0].file == dir.path() / hour / file_name());
+    CHECK(records[0].file == h.dir.path() / hour / file_name());
     CHECK(by_key(records).at("1/0").text == "from a");
     CHECK(by_key(records).at("2/0").text == "from b");
 }
@@ -311,36 +305,31 @@ TEST_CASE("it loads through the documented import path", "[raw_output][hook][rec
 {
     // This TU includes <jsonlw/raw_output_writer.hpp> before anything of jsonlw, and the
     // writer is enabled the documented way: the directory from TRTLLM_RAW_OUTPUT_DIR.
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    REQUIRE(::setenv(jsonlw::raw_output_dir_env, dir.path().c_str(), 1) == 0);
+    Harness h;
+    REQUIRE(::setenv(jsonlw::raw_output_dir_env, h.dir.path().c_str(), 1) == 0);
     const auto from_env = jsonlw::raw_output_dir_from_env();
     ::unsetenv(jsonlw::raw_output_dir_env);
-    CHECK(from_env == dir.path());
+    CHECK(from_env == h.dir.path());
     CHECK(jsonlw::raw_output_dir_from_env().empty());
 
-    RawOutputWriter w(loop.executor(), {.directory = from_env, .log = logs.sink()});
-    w.start();
-    loop.start();
+    RawOutputWriter w(h.executor(), {.directory = from_env, .log = h.logs.sink()});
+    h.start(w);
     CHECK(w.recording());
     feed(w, {.req = 1, .text = "ok", .final_ = true});
     close(w);
-    REQUIRE(read_records(dir.path()).size() == 1);
-    CHECK(logs.size() == 0);
+    REQUIRE(read_records(h.dir.path()).size() == 1);
+    CHECK(h.logs.size() == 0);
 }
 
 // --- never raising ---
 
 TEST_CASE("an unwritable directory costs the record not the response", "[raw_output][hook][faults]")
 {
-    TempDir tmp;
-    LogCapture logs;
-    IoRunner loop;
-    write_file(tmp / "a-file", "not a directory");
-    RawOutputWriter w(loop.executor(), options(tmp / "a-file" / "raw", logs));
+    Harness h;
+    write_file(h.dir / "a-file", "not a directory");
+    RawOutputWriter w(h.executor(), options(h.dir / "a-file" / "raw", h.logs));
     w.start();  // cannot create the directory: one error, the hook turns itself off
-    loop.start();
+    h.loop.start();
     CHECK_FALSE(w.recording());
 
     std::string served = "still served";
@@ -356,10 +345,10 @@ TEST_CASE("an unwritable directory costs the record not the response", "[raw_out
 
     const auto report = close(w);
     CHECK(invariant_holds(report.stats));
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::error, "Disabling raw output JSONL output") == 1);
-    CHECK(logs.count(LogLevel::warning, "Dropped 1 raw output record(s): the writer is disabled") == 1);
-    CHECK_FALSE(std::filesystem::exists(tmp / "a-file" / "raw"));
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::error, "Disabling raw output JSONL output") == 1);
+    CHECK(h.logs.count(LogLevel::warning, "Dropped 1 raw output record(s): the writer is disabled") == 1);
+    CHECK_FALSE(std::filesystem::exists(h.dir / "a-file" / "raw"));
 }
 
 namespace {
@@ -388,12 +377,9 @@ private:
 
 TEST_CASE("an unexpected failure costs only the record", "[raw_output][hook][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    FailingWriter w(loop.executor(), options(dir.path(), logs), 2);
-    w.start();
-    loop.start();
+    Harness h;
+    FailingWriter w(h.executor(), options(h), 2);
+    h.start(w);
     for (std::uint64_t req = 1; req <= 3; ++req) {
         feed(w, {.req = req, .text = "t" + std::to_string(req), .ids = {1}});
         feed(w, {.req = req, .text = "!", .final_ = true});
@@ -404,12 +390,12 @@ TEST_CASE("an unexpected failure costs only the record", "[raw_output][hook][fau
     CHECK(report.stats.written == 2);
     CHECK(report.stats.dropped.unexpected == 1);
     CHECK(invariant_holds(report.stats));
-    const auto records = by_key(read_records(dir.path()));
+    const auto records = by_key(read_records(h.dir.path()));
     REQUIRE(records.size() == 2);
     CHECK(records.at("1/0").text == "t1!");
     CHECK(records.at("3/0").text == "t3!");
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::error, "Unexpected error serializing raw output record") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::error, "Unexpected error serializing raw output record") == 1);
 }
 
 // --- requests that end in an error ---

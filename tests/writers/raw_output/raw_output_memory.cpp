@@ -122,12 +122,9 @@ TEST_CASE("a steady stream of outputs reuses written records' buffers: two alloc
           "output on the caller's thread and none of them freed on the I/O thread",
           "[raw_output][memory]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
+    h.start(w);
 
     // Warm-up: the first outputs allocate their buffers; once written they are handed back.
     std::uint64_t request = 0;
@@ -156,7 +153,7 @@ TEST_CASE("a steady stream of outputs reuses written records' buffers: two alloc
     const auto report = close(w);
     CHECK(report.stats.written == 128 + outputs);
     CHECK(report.stats.dropped.total() == 0);
-    const std::vector<Record> records = read_records(dir.path());
+    const std::vector<Record> records = read_records(h.dir.path());
     REQUIRE(records.size() == 128 + outputs);
     std::string whole;
     for (int k = 0; k < 8; ++k) whole += "tok tok tok tok ";

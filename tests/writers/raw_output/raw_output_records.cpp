@@ -54,10 +54,8 @@ RawOutputRecord golden_record()
 
 TEST_CASE("a record is one line with every field in order", "[raw_output][records]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
     w.start();
 
     RawOutputRecord partial = golden_record();
@@ -77,10 +75,10 @@ TEST_CASE("a record is one line with every field in order", "[raw_output][record
     };
     REQUIRE(w.submit(golden_record()) == SubmitResult::accepted);
     REQUIRE(w.submit(partial) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     close(w);
 
-    const auto file = dir.path() / "2026-11-04T05" / file_name();
+    const auto file = h.dir.path() / "2026-11-04T05" / file_name();
     const auto lines = read_lines(file);
     REQUIRE(lines.size() == 2);
     CHECK(lines[0] ==
@@ -99,7 +97,7 @@ TEST_CASE("a record is one line with every field in order", "[raw_output][record
           R"("logprobs":[-0.25,null,null,null],"ranks":[1,null,null,null],)"
           R"("top_logprobs":[[[151667,-0.25],[9,-1.5]],[],[],[]],"logprobs_nonfinite":[1],"logprobs_missing":2,)"
           R"("partial":true,"end_reason":"evicted"})");
-    const auto records = read_records(dir.path());  // the shape checks, too
+    const auto records = read_records(h.dir.path());  // the shape checks, too
     REQUIRE(records.size() == 2);
     CHECK_FALSE(records[0].has_logprobs);
     CHECK(records[1].has_logprobs);
@@ -108,18 +106,15 @@ TEST_CASE("a record is one line with every field in order", "[raw_output][record
 
 TEST_CASE("per-token logprob data handed to the hook is recorded, and omitted when empty", "[raw_output][records]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
+    h.start(w);
     feed(w, {.req = 1, .text = "a", .ids = {5}, .logprobs = {{.token_id = 5, .logprob = -0.5, .rank = 2}}});
     feed(w, {.req = 1, .text = "b", .ids = {6}, .final_ = true,
              .logprobs = {{.token_id = 6, .logprob = -0.125, .top = {TopLogprob{6, -0.125}}}}});
     feed(w, {.req = 2, .text = "c", .ids = {7}, .final_ = true});
     close(w);
-    const auto records = by_key(read_records(dir.path()));
+    const auto records = by_key(read_records(h.dir.path()));
     REQUIRE(records.size() == 2);
     CHECK(records.at("2/0").has_logprobs == false);
     const std::string& line = records.at("1/0").line;
@@ -130,10 +125,8 @@ TEST_CASE("per-token logprob data handed to the hook is recorded, and omitted wh
 
 TEST_CASE("records of one batch that finish in different hours go to their own hour folders", "[raw_output][records]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
     w.start();
     using std::chrono::minutes;
     const std::vector<jsonlw::WallClock::time_point> finished = {
@@ -145,32 +138,29 @@ TEST_CASE("records of one batch that finish in different hours go to their own h
         r.finished_at = finished[i];
         REQUIRE(w.submit(std::move(r)) == SubmitResult::accepted);
     }
-    loop.start();  // all five in one batch
+    h.loop.start();  // all five in one batch
     const auto report = close(w);
     CHECK(report.stats.written == 5);
     CHECK(report.stats.batches == 3);  // one append per hour folder
 
-    CHECK(files_in(dir.path()).size() == 3);
+    CHECK(files_in(h.dir.path()).size() == 3);
     const auto ids = [&](const char* hour) {
         std::vector<std::string> out;
-        for (const auto& line : read_lines(dir.path() / hour / file_name()))
-            out.push_back(parse_record(line, dir.path() / hour / file_name()).request_id);
+        for (const auto& line : read_lines(h.dir.path() / hour / file_name()))
+            out.push_back(parse_record(line, h.dir.path() / hour / file_name()).request_id);
         return out;
     };
     CHECK(ids("2026-11-04T05") == Strings{"0", "1", "3"});  // submission order kept
     CHECK(ids("2026-11-04T06") == Strings{"2"});
     CHECK(ids("2026-11-04T04") == Strings{"4"});
-    CHECK(read_records(dir.path()).size() == 5);
+    CHECK(read_records(h.dir.path()).size() == 5);
 }
 
 TEST_CASE("close writes the outputs still in flight as partial with end_reason shutdown", "[raw_output][records]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
+    h.start(w);
     feed(w, {.req = 1, .idx = 0, .text = "unfinished", .ids = {1}});
     feed(w, {.req = 1, .idx = 1, .text = "also", .ids = {2}});
     feed(w, {.req = 2, .text = "", .ids = {}});  // produced nothing: no record
@@ -180,7 +170,7 @@ TEST_CASE("close writes the outputs still in flight as partial with end_reason s
     CHECK(report.drained);
     CHECK(report.stats.written == 3);
     CHECK(invariant_holds(report.stats));
-    const auto records = by_key(read_records(dir.path()));
+    const auto records = by_key(read_records(h.dir.path()));
     REQUIRE(records.size() == 3);
     CHECK(records.at("1/0").end_reason == std::optional<std::string>("shutdown"));
     CHECK(records.at("1/1").end_reason == std::optional<std::string>("shutdown"));
@@ -193,16 +183,10 @@ TEST_CASE("close writes the outputs still in flight as partial with end_reason s
 
 TEST_CASE("a write error costs the batch's records, counted, and the hook carries on", "[raw_output][records][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    seam->fail_writev(EIO, 1);
-    auto o = options(dir.path(), logs);
-    o.file_io = seam;
-    RawOutputWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    Harness h(with_seam);
+    h.seam->fail_writev(EIO, 1);
+    RawOutputWriter w(h.executor(), options(h));
+    h.start(w);
     feed(w, {.req = 1, .text = "lost", .ids = {1}, .final_ = true});
     flush(w);
     feed(w, {.req = 2, .text = "kept", .ids = {2}, .final_ = true});
@@ -211,21 +195,18 @@ TEST_CASE("a write error costs the batch's records, counted, and the hook carrie
     CHECK(report.stats.written == 1);
     CHECK(report.stats.dropped.write_error == 1);
     CHECK(invariant_holds(report.stats));
-    const auto records = read_records(dir.path());
+    const auto records = read_records(h.dir.path());
     REQUIRE(records.size() == 1);
     CHECK(records[0].text == "kept");
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning, "Failed to write raw output JSONL") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning, "Failed to write raw output JSONL") == 1);
 }
 
 TEST_CASE("invalid UTF-8 in the output is replaced and counted, the record kept", "[raw_output][records]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
+    h.start(w);
     // A multi-byte character split across two chunks: the text is valid, each frame is not.
     feed(w, {.req = 1, .text = "caf\xC3", .ids = {1}});
     feed(w, {.req = 1, .text = "\xA9", .ids = {2}, .final_ = true});
@@ -233,7 +214,7 @@ TEST_CASE("invalid UTF-8 in the output is replaced and counted, the record kept"
     const auto report = close(w);
     CHECK(report.stats.written == 2);
     CHECK(report.stats.sanitized == 2);
-    const auto records = by_key(read_records(dir.path()));
+    const auto records = by_key(read_records(h.dir.path()));
     REQUIRE(records.size() == 2);
     CHECK(records.at("1/0").text == "caf\xC3\xA9");
     CHECK(records.at("1/0").frames == Strings{"caf\xEF\xBF\xBD", "\xEF\xBF\xBD"});
@@ -244,24 +225,22 @@ TEST_CASE("invalid UTF-8 in the output is replaced and counted, the record kept"
 
 TEST_CASE("a hand-built record whose frames do not fit its text is malformed and dropped alone", "[raw_output][records][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
     w.start();
     RawOutputRecord bad = golden_record();
     bad.frame_ends = {9, 40};
     REQUIRE(w.submit(golden_record()) == SubmitResult::accepted);
     REQUIRE(w.submit(std::move(bad)) == SubmitResult::accepted);
-    loop.start();
+    h.loop.start();
     const auto report = close(w);
     CHECK(report.stats.written == 1);
     CHECK(report.stats.dropped.malformed == 1);
     CHECK(invariant_holds(report.stats));
-    CHECK(read_records(dir.path()).size() == 1);
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning,
-                     "Dropped malformed raw output record: frame_ends do not match frames_text") == 1);
+    CHECK(read_records(h.dir.path()).size() == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning,
+                       "Dropped malformed raw output record: frame_ends do not match frames_text") == 1);
 }
 
 namespace {
@@ -287,12 +266,9 @@ protected:
 
 TEST_CASE("a failure inside the hook costs only its record and never reaches the caller", "[raw_output][records][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    ThrowingDelivery w(loop.executor(), options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    ThrowingDelivery w(h.executor(), options(h));
+    h.start(w);
     for (std::uint64_t req = 1; req <= 3; ++req) {
         feed(w, {.req = req, .text = "x", .ids = {1}});
         feed(w, {.req = req, .text = "y", .final_ = true});
@@ -302,24 +278,21 @@ TEST_CASE("a failure inside the hook costs only its record and never reaches the
     const auto report = close(w);
     CHECK(report.stats.submitted == 2);
     CHECK(report.stats.written == 2);
-    const auto records = by_key(read_records(dir.path()));
+    const auto records = by_key(read_records(h.dir.path()));
     REQUIRE(records.size() == 2);
     CHECK(records.count("1/0") == 1);
     CHECK(records.count("3/0") == 1);
-    INFO(logs.dump());
-    CHECK(logs.count(LogLevel::warning, "Dropped 1 raw output record(s): hook bug for the test") == 1);
+    INFO(h.logs.dump());
+    CHECK(h.logs.count(LogLevel::warning, "Dropped 1 raw output record(s): hook bug for the test") == 1);
 }
 
 TEST_CASE("several threads feeding different requests at once lose no record", "[raw_output][records][threads]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto o = options(dir.path(), logs);
+    Harness h;
+    auto o = options(h);
     o.queue_capacity = 1 << 14;  // no drop for want of room: every record must arrive
-    RawOutputWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    RawOutputWriter w(h.executor(), o);
+    h.start(w);
 
     constexpr int threads = 8, requests = 150, outputs = 2, chunks = 5;
     std::atomic<int> ready{0};
@@ -372,7 +345,7 @@ TEST_CASE("several threads feeding different requests at once lose no record", "
     CHECK(report.stats.written == total);
     CHECK(report.stats.dropped.total() == 0);
 
-    const auto records = by_key(read_records(dir.path()));
+    const auto records = by_key(read_records(h.dir.path()));
     REQUIRE(records.size() == total);
     for (int t = 0; t < threads; ++t) {
         for (int k = 0; k < requests; ++k) {
@@ -402,12 +375,9 @@ TEST_CASE("several threads feeding different requests at once lose no record", "
 
 TEST_CASE("logprob arrays stay parallel to token_ids when some chunks carry no logprobs", "[raw_output][records][logprobs]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
+    h.start(w);
     feed(w, {.req = 1, .text = "a", .ids = {5, 6}});  // no logprobs: two unknown positions
     feed(w, {.req = 1, .text = "b", .ids = {7, 8},
              .logprobs = {{.token_id = 7, .logprob = -0.5, .rank = 3}}});  // one short
@@ -415,7 +385,7 @@ TEST_CASE("logprob arrays stay parallel to token_ids when some chunks carry no l
              .logprobs = {{.token_id = 9, .logprob = std::numeric_limits<double>::quiet_NaN(),
                            .top = {TopLogprob{9, -std::numeric_limits<double>::infinity()}}}}});
     close(w);
-    const auto records = read_records(dir.path());
+    const auto records = read_records(h.dir.path());
     REQUIRE(records.size() == 1);
     const std::string& line = records[0].line;
     CHECK(line.find(R"("token_ids":[5,6,7,8,9])") != std::string::npos);
@@ -427,12 +397,9 @@ TEST_CASE("logprob arrays stay parallel to token_ids when some chunks carry no l
 
 TEST_CASE("a first_gen_logits row rides on its output's record in TensorRT-LLM's item format", "[raw_output][records][first_gen]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
+    h.start(w);
     // fp16 [1, -2, 0.5, 65504]: the golden vector of reference/snapshot-stage.md 1.6.
     const std::vector<std::byte> bytes = {std::byte{0x00}, std::byte{0x3c}, std::byte{0x00},
                                           std::byte{0xc0}, std::byte{0x00}, std::byte{0x38},
@@ -449,7 +416,7 @@ TEST_CASE("a first_gen_logits row rides on its output's record in TensorRT-LLM's
     c.is_final = true;
     w.on_chunk(c);
     close(w);
-    const auto records = read_records(dir.path());
+    const auto records = read_records(h.dir.path());
     REQUIRE(records.size() == 1);
     CHECK(records[0].line.find(
               R"("first_gen_logits":[{"data":"ADwAwAA4/3s=","shape":[1,4],"dtype":"float16"}],)"
@@ -458,12 +425,9 @@ TEST_CASE("a first_gen_logits row rides on its output's record in TensorRT-LLM's
 
 TEST_CASE("a first_gen_logits row whose size does not match its shape makes the record malformed", "[raw_output][records][first_gen][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    RawOutputWriter w(loop.executor(), options(dir.path(), logs));
-    w.start();
-    loop.start();
+    Harness h;
+    RawOutputWriter w(h.executor(), options(h));
+    h.start(w);
     const std::vector<std::byte> bytes(7);
     jsonlw::OutputChunk c;
     c.request_id = 4;
@@ -476,7 +440,7 @@ TEST_CASE("a first_gen_logits row whose size does not match its shape makes the 
     w.on_chunk(c);
     const auto report = close(w);
     CHECK(report.stats.dropped.malformed == 2);
-    CHECK(read_records(dir.path()).empty());
-    INFO(logs.dump());
-    CHECK(logs.count_any("7 bytes for shape [1, 4] of float16") >= 1);
+    CHECK(read_records(h.dir.path()).empty());
+    INFO(h.logs.dump());
+    CHECK(h.logs.count_any("7 bytes for shape [1, 4] of float16") >= 1);
 }

@@ -38,6 +38,14 @@ inline RawOutputOptions options(const std::filesystem::path& dir, const jsonlw_t
     return o;
 }
 
+// options() in the harness's temp dir, through its seam when there is one.
+inline RawOutputOptions options(const jsonlw_test::Harness& h)
+{
+    RawOutputOptions o = options(h.dir.path(), h.logs);
+    if (h.seam) o.file_io = h.seam;
+    return o;
+}
+
 // One hook call, with owned storage.
 struct Feed {
     std::uint64_t req = 0;
