@@ -94,7 +94,7 @@ TEST_CASE("Durable mode fsyncs every append and counts a record as written only 
     rig.w().start();
     rig.w().record_request(request("tr_1", t14));
     rig.w().record_request(request("tr_2", t14));
-    rig.io.start();  // both in the first batch
+    rig.loop.start();  // both in the first batch
     REQUIRE(rig.seam->wait_fsync_held());
     // The bytes are in the file, but not yet on stable storage: not counted as written.
     const auto lines = read_lines(rig.w().requests_file(t14));
@@ -128,7 +128,7 @@ TEST_CASE("After a clean durable run the sidecar is closed, equals stats() and t
         if (i % 2 == 0) rig.w().record_request(request(id, t));
         else rig.w().record_response(response(id, t));
     }
-    rig.io.start();
+    rig.loop.start();
     const auto report = close(rig.w());
     REQUIRE(report.drained);
     CHECK(report.stats.written == 70);
@@ -212,7 +212,7 @@ TEST_CASE("The verifier detects a line damaged inside the persisted range and ig
 {
     TraceRig rig(true);
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     for (int i = 0; i < 5; ++i) rig.w().record_request(request("tr_" + std::to_string(i), t14));
     close(rig.w());
     const auto side = rig.w().sidecar_path();
@@ -270,7 +270,7 @@ TEST_CASE("A torn tail left by an earlier run is isolated with a newline and eve
     write_file(shard_file, old);
 
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     rig.w().record_request(request("tr_new1", t14));
     rig.w().record_request(request("tr_new2", t14));
     const auto report = close(rig.w());
@@ -303,7 +303,7 @@ TEST_CASE("A failing append shows up in the sidecar's errors and as write_error,
 {
     TraceRig rig(true);
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     rig.w().record_request(request("tr_ok", t14));
     flush(rig.w());
     // The first batch published the sidecar.
@@ -374,7 +374,7 @@ TEST_CASE("A short write leaves an unknown extent that the verifier blanks out",
     rig.seam->short_write_once(EIO);
     // Three lines of equal length: half of their bytes ends in the middle of the second.
     for (int i = 0; i < 3; ++i) rig.w().record_request(request("tr_torn" + std::to_string(i), t14));
-    rig.io.start();
+    rig.loop.start();
     flush(rig.w());
     auto s = rig.w().stats();
     CHECK(s.written == 0);
@@ -435,7 +435,7 @@ TEST_CASE("An append that isolates a torn tail and then fails after part of its 
     // One append: the isolating '\n', then three lines of equal length; half of those bytes
     // land (the '\n', the first line, part of the second), then the disk fails.
     for (int i = 0; i < 3; ++i) rig.w().record_request(request("tr_torn" + std::to_string(i), t14));
-    rig.io.start();
+    rig.loop.start();
     flush(rig.w());
     auto s = rig.w().stats();
     CHECK(s.written == 0);
@@ -501,7 +501,7 @@ TEST_CASE("A failed fsync counts its batch as unknown, not written", "[request_t
     rig.seam->fail_fsync(EIO);
     rig.w().record_request(request("tr_a", t14));
     rig.w().record_request(request("tr_b", t14));
-    rig.io.start();
+    rig.loop.start();
     const auto report = close(rig.w());
     CHECK(report.stats.written == 0);
     CHECK(report.stats.unknown == 2);
@@ -537,7 +537,7 @@ TEST_CASE("A malformed record in a durable batch is counted in the sidecar publi
     rig.w().record_request(request("tr_1", t14));
     rig.w().record_request(request("", t14));
     rig.w().record_response(response("tr_1", t14));
-    rig.io.start();
+    rig.loop.start();
     flush(rig.w());
     const auto s = rig.w().stats();
     CHECK(s.written == 2);
@@ -555,18 +555,13 @@ TEST_CASE("A malformed record in a durable batch is counted in the sidecar publi
 TEST_CASE("A durable writer destroyed without close still leaves a closed sidecar",
           "[request_trace][durable]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner io;
+    Harness h;
     std::filesystem::path side;
     {
-        jsonlw::RequestTraceOptions o;
-        o.directory = dir.path();
+        auto o = trace_options(h, h.dir.path());
         o.durable = true;
-        o.log = logs.sink();
-        jsonlw::RequestTraceWriter w(io.executor(), o);
-        w.start();
-        io.start();
+        jsonlw::RequestTraceWriter w(h.executor(), o);
+        h.start(w);
         w.record_request(request("tr_1", t14));
         flush(w);
         side = w.sidecar_path();
@@ -588,7 +583,7 @@ TEST_CASE("A sidecar that cannot be published is counted and warned about, and t
     std::filesystem::create_directories(rig.root());
     write_file(rig.root() / "_writer", "not a directory");
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     rig.w().record_request(request("tr_1", t14));
     const auto report = close(rig.w());
     CHECK(report.stats.written == 1);
@@ -623,24 +618,19 @@ private:
     std::atomic<int> attempts_{0};
 };
 
-jsonlw::CloseReport trace_through(const std::shared_ptr<EexistOnOpen>& io_seam, TempDir& dir,
-                                  LogCapture& logs)
+jsonlw::CloseReport trace_through(const std::shared_ptr<EexistOnOpen>& io_seam, Harness& h)
 {
-    IoRunner io;
-    jsonlw::RequestTraceOptions o;
-    o.directory = dir.path() / "traces";
+    auto o = trace_options(h, h.dir.path() / "traces");
     o.durable = true;
-    o.log = logs.sink();
     o.file_io = io_seam;
     jsonlw::CloseReport report;
     {
-        jsonlw::RequestTraceWriter w(io.executor(), std::move(o));
-        w.start();
-        io.start();
+        jsonlw::RequestTraceWriter w(h.executor(), std::move(o));
+        h.start(w);
         w.record_request(request("tr_1", t14));
         report = close(w);
     }
-    io.stop();
+    h.loop.stop();
     return report;
 }
 
@@ -649,15 +639,14 @@ jsonlw::CloseReport trace_through(const std::shared_ptr<EexistOnOpen>& io_seam, 
 TEST_CASE("An open that fails with EEXIST is retried, and the record is then written",
           "[request_trace][durable][eexist]")
 {
-    TempDir dir;
-    LogCapture logs;
+    Harness h;
     auto io_seam = std::make_shared<EexistOnOpen>(2);  // the 50 ms and 250 ms retries succeed
-    const auto report = trace_through(io_seam, dir, logs);
+    const auto report = trace_through(io_seam, h);
     CHECK(io_seam->attempts() == 3);
     CHECK(report.stats.written == 1);
     CHECK(report.stats.dropped.write_error == 0);
     CHECK(invariant_holds(report.stats));
-    const auto lines = read_lines(dir.path() / "traces" / "2026-09-03T14" /
+    const auto lines = read_lines(h.dir.path() / "traces" / "2026-09-03T14" /
                                   ("requests" + pid_suffix() + ".jsonl"));
     REQUIRE(lines.size() == 1);
     CHECK(str(Json(lines[0])["trace_id"]) == "tr_1");
@@ -667,39 +656,32 @@ TEST_CASE("An open that keeps failing with EEXIST is given up after three retrie
           "record counted as a write error",
           "[request_trace][durable][eexist]")
 {
-    TempDir dir;
-    LogCapture logs;
+    Harness h;
     auto io_seam = std::make_shared<EexistOnOpen>(1000);
-    const auto report = trace_through(io_seam, dir, logs);
+    const auto report = trace_through(io_seam, h);
     CHECK(io_seam->attempts() == 4);  // the first open, then after 50 ms, 250 ms and 1 s
     CHECK(report.stats.written == 0);
     CHECK(report.stats.dropped.write_error == 1);
     CHECK(invariant_holds(report.stats));
-    CHECK(logs.count(jsonlw::LogLevel::warning, "Failed to write request trace JSONL") == 1);
+    CHECK(h.logs.count(jsonlw::LogLevel::warning, "Failed to write request trace JSONL") == 1);
 }
 
 TEST_CASE("A full queue and a close that outlives its timeout are logged in TensorRT-LLM's "
           "words",
           "[request_trace][durable][logs]")
 {
-    TempDir dir;
-    LogCapture logs;
-    auto seam = std::make_shared<SeamFileIo>();
-    IoRunner io;
-    jsonlw::RequestTraceOptions o;
-    o.directory = dir.path() / "traces";
+    Harness h(with_seam);
+    auto o = trace_options(h, h.dir.path() / "traces");
     o.durable = true;
-    o.log = logs.sink();
-    o.file_io = seam;
     o.queue_capacity = 8;
     o.shutdown_timeout = std::chrono::milliseconds(300);
-    jsonlw::RequestTraceWriter w(io.executor(), o);
-    ReleaseOnExit release(seam);
-    seam->hold_writev();
+    jsonlw::RequestTraceWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.seam->hold_writev();
     w.start();
-    io.start();
+    h.loop.start();
     w.record_request(request("tr_first", t14));
-    REQUIRE(seam->wait_writev_held());  // the I/O thread is stuck in its first append
+    REQUIRE(h.seam->wait_writev_held());  // the I/O thread is stuck in its first append
     for (int i = 0; i < 8 + 1000; ++i) w.record_request(request("tr_" + std::to_string(i), t14));
     const auto report = close(w);
     CHECK_FALSE(report.drained);
@@ -707,13 +689,13 @@ TEST_CASE("A full queue and a close that outlives its timeout are logged in Tens
     CHECK(report.stats.dropped.shutdown == 8);
     CHECK(report.stats.unknown == 1);
     CHECK(invariant_holds(report.stats));
-    CHECK(logs.count(jsonlw::LogLevel::warning,
-                     "Dropped 1 request trace records: the writer queue is full") == 1);
-    CHECK(logs.count(jsonlw::LogLevel::warning,
-                     "Dropped 1000 request trace records: the writer queue is full") == 1);
-    CHECK(logs.count(jsonlw::LogLevel::warning,
-                     "Timed out flushing request traces; dropping remaining records") == 1);
-    CHECK(logs.count(jsonlw::LogLevel::warning, "request trace JSONL") == 0);
+    CHECK(h.logs.count(jsonlw::LogLevel::warning,
+                       "Dropped 1 request trace records: the writer queue is full") == 1);
+    CHECK(h.logs.count(jsonlw::LogLevel::warning,
+                       "Dropped 1000 request trace records: the writer queue is full") == 1);
+    CHECK(h.logs.count(jsonlw::LogLevel::warning,
+                       "Timed out flushing request traces; dropping remaining records") == 1);
+    CHECK(h.logs.count(jsonlw::LogLevel::warning, "request trace JSONL") == 0);
     // The closed sidecar is published right after the timeout, by a thread of the writer's
     // own, not when the stuck append returns: its counts are the close report's.
     REQUIRE(wait_until([&] {

@@ -44,7 +44,7 @@ TEST_CASE("A request line carries every field in the reference's order, credenti
     r.body = "{ \"model\" : \"m\",\n  \"messages\" : [ {\"role\": \"user\", "
              "\"content\": \"h\u00e9llo \u2603 \U0001F600\"} ] }";
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     REQUIRE(rig.w().record_request(r) == jsonlw::SubmitResult::accepted);
     const auto report = close(rig.w());
 
@@ -112,7 +112,7 @@ TEST_CASE("A rejected request carries its validation errors after the body", "[r
         {{"body", "model"}, "missing", "Field required"},
         {{"body", "messages", "0"}, "too_short", "List should have at least 1 item"}};
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     rig.w().record_request(r);
     close(rig.w());
 
@@ -165,7 +165,7 @@ TEST_CASE("A response line carries every field of its schema; unknown ids are nu
     bad_json.status = jsonlw::ResponseTraceStatus::unknown;
 
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     for (const auto* r : {&full, &minimal, &text, &bad_json})
         REQUIRE(rig.w().record_response(*r) == jsonlw::SubmitResult::accepted);
     const auto report = close(rig.w());
@@ -251,7 +251,7 @@ TEST_CASE("A request body that is not JSON is kept as a string with body_parse_e
     const std::vector<std::string> bodies = {
         "not json", "{\"a\":1} trailing", "", "{\"a\":", "[1,2,]", "\xff\xfe{}", "  42  "};
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     for (std::size_t i = 0; i < bodies.size(); ++i)
         rig.w().record_request(request("tr_" + std::to_string(i), t_1405, bodies[i]));
     const auto report = close(rig.w());
@@ -307,7 +307,7 @@ TEST_CASE("Session keys are sanitized: unsafe characters replaced, trimmed, capp
     // And in the file.
     TraceRig rig;
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     const std::vector<std::string> raw = {"", ".dot", " ok-1 ", "a/b"};
     for (std::size_t i = 0; i < raw.size(); ++i) {
         RequestTrace r = request("tr_s" + std::to_string(i), t_1405);
@@ -367,7 +367,7 @@ TEST_CASE("A request and its response land in different hour folders when their 
     const auto after = utc(2026, 9, 3, 15, 0, 0, 0);
     const auto next_day = utc(2026, 9, 4, 0, 0, 1);
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     rig.w().record_request(request("tr_h", before));
     rig.w().record_response(response("tr_h", after));
     rig.w().record_response(response("tr_d", next_day));
@@ -412,7 +412,7 @@ TEST_CASE("70 queued records are appended as one write per (hour, kind) group of
             REQUIRE(rig.w().record_response(response(id, t_1405)) ==
                     jsonlw::SubmitResult::accepted);
     }
-    rig.io.start();
+    rig.loop.start();
     const auto report = close(rig.w());
 
     CHECK(rig.seam->successful_write_lines() == std::vector<std::size_t>{16, 16, 16, 16, 3, 3});
@@ -449,7 +449,7 @@ TEST_CASE("A record without a trace_id is dropped alone, with one warning, and c
     rig.w().record_request(request("", t_1405));
     rig.w().record_response(response("", t_1405));
     rig.w().record_request(request("tr_b", t_1405));
-    rig.io.start();
+    rig.loop.start();
     const auto report = close(rig.w());
 
     CHECK(report.stats.submitted == 4);
@@ -474,7 +474,7 @@ TEST_CASE("An unknown or non-finite server_arrival_time is written as null", "[r
 {
     TraceRig rig;
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     const std::vector<std::optional<double>> values = {
         std::nullopt, std::numeric_limits<double>::quiet_NaN(),
         std::numeric_limits<double>::infinity(), 0.25, 1000.0};
@@ -503,7 +503,7 @@ TEST_CASE("Invalid UTF-8 in a header, route or session is replaced and the recor
 {
     TraceRig rig;
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     RequestTrace r = request("tr_u", t_1405);
     r.route = "/v1/\xC3(";
     r.headers = {{"X-Name", "caf\xE9"}};
@@ -523,7 +523,7 @@ TEST_CASE("A record without a timestamp is stamped when it is recorded", "[reque
 {
     TraceRig rig;
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     const auto before = jsonlw::WallClock::now();
     RequestTrace q = request("tr_now", {});
     ResponseTrace p = response("tr_now", {});
@@ -573,45 +573,36 @@ TEST_CASE("Without a directory the writer is inert: nothing is created and recor
 TEST_CASE("A directory that cannot be created disables the writer with one error",
           "[request_trace]")
 {
-    TempDir dir;
-    write_file(dir / "file", "x");
-    LogCapture logs;
-    IoRunner io;
-    jsonlw::RequestTraceOptions o;
-    o.directory = dir / "file" / "traces";
-    o.log = logs.sink();
+    Harness h;
+    write_file(h.dir / "file", "x");
+    auto o = trace_options(h, h.dir / "file" / "traces");
     o.durable = true;
     {
-        jsonlw::RequestTraceWriter w(io.executor(), o);
+        jsonlw::RequestTraceWriter w(h.executor(), o);
         w.start();
         w.start();
-        io.start();
+        h.loop.start();
         CHECK(w.record_request(request("tr_x", t_1405)) == jsonlw::SubmitResult::disabled);
         close(w);
         CHECK(w.stats().submitted == 0);
     }
     // TensorRT-LLM's wording, not the core's "Disabling request trace JSONL output".
-    CHECK(logs.count(jsonlw::LogLevel::error, "Disabling request trace output: ") == 1);
-    CHECK(logs.count(jsonlw::LogLevel::info) == 0);
-    CHECK(logs.size() == 1);
+    CHECK(h.logs.count(jsonlw::LogLevel::error, "Disabling request trace output: ") == 1);
+    CHECK(h.logs.count(jsonlw::LogLevel::info) == 0);
+    CHECK(h.logs.size() == 1);
 }
 
 TEST_CASE("A writer suffix replaces -<pid> in the file names", "[request_trace]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner io;
-    jsonlw::RequestTraceOptions o;
-    o.directory = dir.path();
+    Harness h;
+    auto o = trace_options(h, h.dir.path());
     o.writer_suffix = "-node7-rank0";
-    o.log = logs.sink();
-    jsonlw::RequestTraceWriter w(io.executor(), o);
-    w.start();
-    io.start();
+    jsonlw::RequestTraceWriter w(h.executor(), o);
+    h.start(w);
     w.record_request(request("tr_sfx", t_1405));
     close(w);
     CHECK(w.writer_suffix() == "-node7-rank0");
-    const auto file = dir / "2026-09-03T14" / "requests-node7-rank0.jsonl";
+    const auto file = h.dir / "2026-09-03T14" / "requests-node7-rank0.jsonl";
     CHECK(w.requests_file(t_1405) == file);
     const auto lines = read_lines(file);
     REQUIRE(lines.size() == 1);
@@ -627,7 +618,7 @@ TEST_CASE("A torn last line in an existing shard gets a newline before new lines
     std::filesystem::create_directories(file.parent_path());
     write_file(file, R"({"event":"response","trace_id":"tr_old"})" "\n" R"({"event":"resp)");
     rig.w().start();
-    rig.io.start();
+    rig.loop.start();
     rig.w().record_response(response("tr_new", t_1405));
     const auto report = close(rig.w());
     CHECK(report.stats.written == 1);

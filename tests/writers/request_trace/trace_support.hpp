@@ -135,28 +135,33 @@ inline bool boolean(simdjson::dom::element e)
 }
 inline std::string minified(simdjson::dom::element e) { return simdjson::minify(e); }
 
-// An io_context on its own thread plus a RequestTraceWriter on it (destroyed first).
-struct TraceRig {
-    TempDir dir;
-    LogCapture logs;
-    std::shared_ptr<SeamFileIo> seam = std::make_shared<SeamFileIo>();
-    IoRunner io;
+// RequestTraceOptions writing to `directory`: the harness's logs, through its seam when there
+// is one.
+inline jsonlw::RequestTraceOptions trace_options(const Harness& h, std::filesystem::path directory)
+{
+    jsonlw::RequestTraceOptions o;
+    o.directory = std::move(directory);
+    o.log = h.logs.sink();
+    if (h.seam) o.file_io = h.seam;
+    return o;
+}
+
+// A RequestTraceWriter under root() on a harness with a seam (the writer is destroyed first,
+// after the seam has let any held call go); `wire_seam` false leaves the seam out of it.
+struct TraceRig : Harness {
     std::unique_ptr<jsonlw::RequestTraceWriter> writer;
 
-    explicit TraceRig(bool durable = false, bool with_seam = true)
+    explicit TraceRig(bool durable = false, bool wire_seam = true) : Harness(with_seam)
     {
-        jsonlw::RequestTraceOptions o;
-        o.directory = dir.path() / "traces";
+        jsonlw::RequestTraceOptions o = trace_options(*this, root());
         o.durable = durable;
-        o.log = logs.sink();
-        if (with_seam) o.file_io = seam;
-        writer = std::make_unique<jsonlw::RequestTraceWriter>(io.executor(), std::move(o));
+        if (!wire_seam) o.file_io.reset();
+        writer = std::make_unique<jsonlw::RequestTraceWriter>(executor(), std::move(o));
     }
     ~TraceRig()
     {
         seam->release();
         writer.reset();
-        io.stop();
     }
     std::filesystem::path root() const { return dir.path() / "traces"; }
     jsonlw::RequestTraceWriter& w() { return *writer; }
