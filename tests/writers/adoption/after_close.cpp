@@ -10,8 +10,7 @@
 #include <jsonlw/raw_output_writer.hpp>
 #include <jsonlw/request_trace_writer.hpp>
 
-#include "io_runner.hpp"
-#include "temp_dir.hpp"
+#include "harness.hpp"
 
 #include <boost/asio/use_future.hpp>
 
@@ -46,14 +45,13 @@ std::size_t lines_under(const std::filesystem::path& dir)
 TEST_CASE("async_close_all closes the three writers at once and hands back each one's report",
           "[writers][close_all]")
 {
-    jsonlw_test::TempDir dir;
-    jsonlw_test::IoRunner io;
-    jsonlw::PerfMetricsWriter perf(io.executor(), dir.path() / "perf", "server", {.log = quiet()});
-    jsonlw::RawOutputWriter raw(io.executor(), {.directory = dir.path() / "raw", .log = quiet()});
-    jsonlw::RequestTraceWriter trace(io.executor(),
-                                     {.directory = dir.path() / "trace", .log = quiet()});
+    jsonlw_test::Harness h;
+    jsonlw::PerfMetricsWriter perf(h.executor(), h.dir.path() / "perf", "server", {.log = quiet()});
+    jsonlw::RawOutputWriter raw(h.executor(), {.directory = h.dir.path() / "raw", .log = quiet()});
+    jsonlw::RequestTraceWriter trace(h.executor(),
+                                     {.directory = h.dir.path() / "trace", .log = quiet()});
     perf.start(), raw.start(), trace.start();
-    io.start();
+    h.loop.start();
 
     perf.submit(jsonlw::worker_record("1", {}));
     const std::int32_t id = 5;
@@ -70,7 +68,7 @@ TEST_CASE("async_close_all closes the three writers at once and hands back each 
         CHECK(r.drained);
         CHECK(r.stats.pending == 0);
     }
-    CHECK(lines_under(dir.path()) == 4);
+    CHECK(lines_under(h.dir.path()) == 4);
 }
 
 TEST_CASE("async_close_all with a callback completes on the loop once, after the last writer",
@@ -99,13 +97,12 @@ TEST_CASE("async_close_all with a callback completes on the loop once, after the
 TEST_CASE("after close, submit and record_* refuse the record as closed and count it",
           "[writers][after_close]")
 {
-    jsonlw_test::TempDir dir;
-    jsonlw_test::IoRunner io;
-    jsonlw::PerfMetricsWriter perf(io.executor(), dir.path() / "perf", "server", {.log = quiet()});
-    jsonlw::RequestTraceWriter trace(io.executor(),
-                                     {.directory = dir.path() / "trace", .log = quiet()});
+    jsonlw_test::Harness h;
+    jsonlw::PerfMetricsWriter perf(h.executor(), h.dir.path() / "perf", "server", {.log = quiet()});
+    jsonlw::RequestTraceWriter trace(h.executor(),
+                                     {.directory = h.dir.path() / "trace", .log = quiet()});
     perf.start(), trace.start();
-    io.start();
+    h.loop.start();
     jsonlw::async_close_all(boost::asio::use_future, perf, trace).get();
 
     CHECK(perf.submit(jsonlw::worker_record("1", {})) == jsonlw::SubmitResult::closed);
@@ -120,11 +117,10 @@ TEST_CASE("after close, submit and record_* refuse the record as closed and coun
 TEST_CASE("after close, on_chunk writes nothing: a final chunk's record is counted as closed",
           "[writers][after_close]")
 {
-    jsonlw_test::TempDir dir;
-    jsonlw_test::IoRunner io;
-    jsonlw::RawOutputWriter raw(io.executor(), {.directory = dir.path(), .log = quiet()});
+    jsonlw_test::Harness h;
+    jsonlw::RawOutputWriter raw(h.executor(), {.directory = h.dir.path(), .log = quiet()});
     raw.start();
-    io.start();
+    h.loop.start();
     const std::int32_t id = 5;
     raw.on_chunk({.request_id = 1, .text_diff = "a", .token_ids_diff = {&id, 1}});  // in flight
     const jsonlw::CloseReport report = raw.async_close(boost::asio::use_future).get();
@@ -141,7 +137,7 @@ TEST_CASE("after close, on_chunk writes nothing: a final chunk's record is count
     CHECK(raw.stats().dropped.closed == 1);
     CHECK(raw.stats().written == 1);
     CHECK(raw.counters().finished == 1);
-    CHECK(lines_under(dir.path()) == 1);
+    CHECK(lines_under(h.dir.path()) == 1);
 }
 
 TEST_CASE("steady_seconds gives steady-clock seconds, and nullopt for an unset time point",
