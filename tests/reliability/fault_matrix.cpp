@@ -129,26 +129,21 @@ TEST_CASE("under every fault of the matrix the accounting is exact, records afte
     for (const Fault& fault : faults()) {
         DYNAMIC_SECTION(fault.name)
         {
-            TempDir dir;
-            LogCapture logs;
-            IoRunner loop;
-            auto seam = std::make_shared<SeamFileIo>();
-            auto o = test_options(dir.path(), logs);
-            o.file_io = seam;
+            Harness h(with_seam);
+            auto o = h.options();
             o.durability = fault.durability;
-            RoutedWriter w(loop.executor(), o, RoutedWriter::to(dir / fault.target));
-            ReleaseOnExit release(seam);
-            w.start();
-            loop.start();
-            Heartbeat beat(loop.executor(), std::chrono::milliseconds(5));
-            INFO(logs.dump());
+            RoutedWriter w(h.executor(), o, RoutedWriter::to(h.dir / fault.target));
+            ReleaseOnExit release(h.seam);
+            h.start(w);
+            Heartbeat beat(h.executor(), std::chrono::milliseconds(5));
+            INFO(h.logs.dump());
 
             int id = 0;
             for (; id < kBefore; ++id) REQUIRE(w.submit(rec(id)) == SubmitResult::accepted);
             flush(w);
             REQUIRE(w.stats().written == kBefore);
 
-            fault.inject(dir.path(), *seam);
+            fault.inject(h.dir.path(), *h.seam);
             ++injected;
             std::uint64_t want_written = kBefore, want_error = 0, want_unknown = 0;
             std::set<std::int64_t> in_file;  // ids the file must hold at the end
@@ -180,7 +175,7 @@ TEST_CASE("under every fault of the matrix the accounting is exact, records afte
             }
             // The loop ticks while the fault is still there.
             CHECK(beat.wait_ticks(3));
-            fault.clear(dir.path(), *seam);
+            fault.clear(h.dir.path(), *h.seam);
 
             for (int i = 0; i < kAfter; ++i, ++id) {
                 REQUIRE(w.submit(rec(id)) == SubmitResult::accepted);
@@ -201,7 +196,7 @@ TEST_CASE("under every fault of the matrix the accounting is exact, records afte
 
             // The file: valid lines, each id once, exactly the ids expected; a torn line only
             // where the fault tore one, and on a line of its own.
-            const auto lines = read_lines(dir / fault.target);
+            const auto lines = read_lines(h.dir / fault.target);
             std::set<std::int64_t> seen;
             int torn = 0;
             for (const auto& l : lines) {
@@ -215,7 +210,7 @@ TEST_CASE("under every fault of the matrix the accounting is exact, records afte
             }
             CHECK(torn == fault.torn);
             CHECK(seen == in_file);
-            CHECK(read_file(dir / fault.target).back() == '\n');
+            CHECK(read_file(h.dir / fault.target).back() == '\n');
 
             CHECK(beat.max_late() < kLateBound);
         }
@@ -226,37 +221,32 @@ TEST_CASE("under every fault of the matrix the accounting is exact, records afte
 TEST_CASE("an append stuck in the kernel does not stop the event loop: its timer keeps firing on time, and the records are written once it returns",
           "[reliability][faults]")
 {
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
+    Harness h(with_seam);
+    auto o = h.options();
     o.durability = jsonlw::Durability::fsync_batch;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
-    Heartbeat beat(loop.executor(), std::chrono::milliseconds(5));
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
+    Heartbeat beat(h.executor(), std::chrono::milliseconds(5));
 
     SECTION("a stuck write")
     {
-        seam->hold_writev();
+        h.seam->hold_writev();
         REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-        REQUIRE(seam->wait_writev_held());
+        REQUIRE(h.seam->wait_writev_held());
     }
     SECTION("a stuck fsync")
     {
-        seam->hold_fsync();
+        h.seam->hold_fsync();
         REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-        REQUIRE(seam->wait_fsync_held());
+        REQUIRE(h.seam->wait_fsync_held());
     }
     // While the append is stuck: submits return at once, the loop ticks on time.
     for (int i = 1; i < 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     REQUIRE(beat.wait_ticks(20));
     CHECK(w.stats().written == 0);
     CHECK(w.stats().pending == 100);
-    seam->release();
+    h.seam->release();
     const auto report = close(w);
     beat.stop();
     CHECK(report.drained);

@@ -143,20 +143,17 @@ void run_overload(Overflow policy, const char* name)
     const char* secs_env = std::getenv("JSONLW_OVERLOAD_SECONDS");
     const int seconds = secs_env ? std::atoi(secs_env) : (JSONLW_TEST_SANITIZED ? 2 : 10);
 
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
+    Harness h;
     auto sink = std::make_shared<SinkIo>();
-    auto o = test_options(dir.path(), logs);
+    auto o = h.options();
     o.file_io = sink;
     o.queue_capacity = kQueue;
     o.batch_records = kBatch;
     o.overflow = policy;
     o.block_timeout = std::chrono::milliseconds(20);
     o.shutdown_timeout = std::chrono::seconds(30);
-    TestWriter w(loop.executor(), o);
-    w.start();
-    loop.start();
+    TestWriter w(h.executor(), o);
+    h.start(w);
     const std::string text(kText, 'x');
 
     // Everything that lives for the whole run exists now: measure from here.

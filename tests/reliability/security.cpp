@@ -103,12 +103,9 @@ TEST_CASE("every credential header of the list is redacted in any letter case, w
         CHECK_FALSE(jsonlw::is_credential_header(h.name));
     }
 
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    jsonlw::RequestTraceWriter w(loop.executor(), {.directory = dir.path(), .log = logs.sink()});
-    w.start();
-    loop.start();
+    Harness h;
+    jsonlw::RequestTraceWriter w(h.executor(), {.directory = h.dir.path(), .log = h.logs.sink()});
+    h.start(w);
     jsonlw::RequestTrace r;
     r.trace_id = jsonlw::new_trace_id();
     r.session = "s";
@@ -191,15 +188,12 @@ TEST_CASE("safe_path_component turns any key into one component that stays in it
 TEST_CASE("a per-key layout whose keys go through safe_path_component creates files only inside its directory, whatever the keys",
           "[reliability][security][path]")
 {
-    TempDir root;
-    const fs::path out = root / "out";
-    LogCapture logs;
-    IoRunner loop;
-    RoutedWriter w(loop.executor(), test_options(out, logs), [out](const Rec& r) {
+    Harness h;
+    const fs::path out = h.dir / "out";
+    RoutedWriter w(h.executor(), test_options(out, h.logs), [out](const Rec& r) {
         return out / jsonlw::safe_path_component(r.key) / "part.jsonl";
     });
-    w.start();
-    loop.start();
+    h.start(w);
     const std::vector<std::string> keys = {"", ".", "..", "../..", "/", "../../escape",
                                            std::string("x\0y", 3), std::string(5000, '.'),
                                            std::string(5000, 'k'), "/tmp/escape", "ok"};
@@ -213,9 +207,9 @@ TEST_CASE("a per-key layout whose keys go through safe_path_component creates fi
     INFO("stats: " << report.stats);
     CHECK(report.stats.written == keys.size());
     CHECK(invariant_holds(report.stats));
-    // Everything under root is under out, one folder per key, one line each.
+    // Everything under h.dir is under out, one folder per key, one line each.
     std::size_t files = 0;
-    for (const auto& e : fs::recursive_directory_iterator(root.path())) {
+    for (const auto& e : fs::recursive_directory_iterator(h.dir.path())) {
         const fs::path rel = e.path().lexically_relative(out);
         INFO(e.path());
         CHECK((e.path() == out || (!rel.empty() && *rel.begin() != "..")));
@@ -242,26 +236,20 @@ TEST_CASE("files are created with mode 0640 by default, and with WriterOptions::
         INFO("file_mode " << (c.option ? std::to_string(*c.option) : "default") << ", umask 0"
                           << std::oct << c.umask << ", want 0" << c.want);
         Umask scoped(c.umask);
-        TempDir dir;
-        LogCapture logs;
-        IoRunner loop;
-        auto o = test_options(dir.path(), logs);
+        Harness h;
+        auto o = h.options();
         if (c.option) o.file_mode = *c.option;
-        TestWriter w(loop.executor(), o);
-        w.start();
-        loop.start();
+        TestWriter w(h.executor(), o);
+        h.start(w);
         REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
         close(w);
         CHECK(mode_of(w.file_path()) == (c.want & ~c.umask));
     }
     // The configured writers keep the default: a request trace's shard files.
     Umask scoped(0);
-    TempDir dir;
-    IoRunner loop;
-    LogCapture logs;
-    jsonlw::RequestTraceWriter w(loop.executor(), {.directory = dir.path(), .log = logs.sink()});
-    w.start();
-    loop.start();
+    Harness h;
+    jsonlw::RequestTraceWriter w(h.executor(), {.directory = h.dir.path(), .log = h.logs.sink()});
+    h.start(w);
     jsonlw::RequestTrace r;
     r.trace_id = jsonlw::new_trace_id();
     r.recorded_at = jsonlw::WallClock::now();

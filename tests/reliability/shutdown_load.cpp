@@ -234,20 +234,15 @@ TEST_CASE("many flushes outstanding at once each complete once, in any order of 
 {
     // Regression: completing the first of several waiting flushes used to move-assign the
     // others' any_completion_handler, which recursed without end in Boost 1.81.
-    TempDir dir;
-    LogCapture logs;
-    IoRunner loop;
-    auto seam = std::make_shared<SeamFileIo>();
-    auto o = test_options(dir.path(), logs);
-    o.file_io = seam;
+    Harness h(with_seam);
+    auto o = h.options();
     o.batch_records = 4;
-    TestWriter w(loop.executor(), o);
-    ReleaseOnExit release(seam);
-    w.start();
-    loop.start();
-    seam->hold_writev();
+    TestWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    h.start(w);
+    h.seam->hold_writev();
     REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(seam->wait_writev_held());
+    REQUIRE(h.seam->wait_writev_held());
     constexpr int kFlushes = 50;
     std::atomic<int> completed{0};
     for (int i = 1; i <= kFlushes; ++i) {
@@ -256,7 +251,7 @@ TEST_CASE("many flushes outstanding at once each complete once, in any order of 
             if (!ec) ++completed;
         });
     }
-    seam->release();
+    h.seam->release();
     CHECK(wait_until([&] { return completed.load() == kFlushes; }));
     const auto report = close(w);
     CHECK(completed.load() == kFlushes);
