@@ -7,6 +7,8 @@
 
 #include <jsonlw/perf_metrics_record.hpp>
 
+#include "perf_metrics_reference.hpp"
+
 #include <simdjson.h>
 
 #include <cstdint>
@@ -20,13 +22,8 @@ using jsonlw::StepMetrics;
 
 namespace {
 
-std::string line_of(const PerfMetricsRecord& rec)
-{
-    jsonlw::LineBuffer buf;
-    jsonlw::JsonLine line(buf);
-    jsonlw::serialize_perf_metrics(rec, line);
-    return std::string(line.view());
-}
+namespace ref = perf_metrics_reference;
+using ref::line_of;
 
 std::string malformed_what(const PerfMetricsRecord& rec)
 {
@@ -98,51 +95,6 @@ struct Parsed {
     }
 };
 
-// Reference §2.4, aggregated worker.
-PerfMetricsRecord worker_example()
-{
-    PerfMetricsRecord r;
-    r.request_id = "42";
-    PhaseRecord p;
-    auto& t = p.timing_metrics;
-    t.arrival_time = 1000.0021;
-    t.first_scheduled_time = 1000.0053;
-    t.first_token_time = 1000.0250;
-    t.last_token_time = 1000.4100;
-    t.server_arrival_time = 1000.0000;
-    t.server_first_token_time = 1000.0270;
-    p.first_iter = 812;
-    p.last_iter = 860;
-    p.kv_cache_metrics = jsonlw::KvCacheMetrics{.num_total_allocated_blocks = 5,
-                                                .num_new_allocated_blocks = 3,
-                                                .num_reused_blocks = 2,
-                                                .num_missed_blocks = 3,
-                                                .kv_cache_hit_rate = 0.4};
-    jsonlw::TimeBreakdownMetrics tb;
-    StepMetrics chunk;
-    chunk.forward_start_time = 5310.101;
-    chunk.forward_end_time = 5310.104;
-    chunk.sample_start_time = 5310.104;
-    chunk.sample_end_time = 5310.105;
-    chunk.gpu_forward_time = 3.0;
-    chunk.gpu_sample_time = 0.25;
-    chunk.token_time = 5310.106;
-    tb.ctx_chunk_metrics.push_back(chunk);
-    StepMetrics s;
-    s.iter = 1;
-    s.forward_start_time = 5310.110;
-    s.forward_end_time = 5310.112;
-    s.sample_start_time = 5310.112;
-    s.sample_end_time = 5310.113;
-    s.gpu_forward_time = 1.5;
-    s.gpu_sample_time = 0.5;
-    s.token_time = 5310.114;
-    tb.step_metrics.push_back(s);
-    p.time_breakdown_metrics = tb;
-    r.server = p;
-    return r;
-}
-
 // Reference §2.4, disagg server: the "12 distinct non-zero spans" stamps, its timing keys in
 // the order the reference's example gives them.
 PerfMetricsRecord disagg_example()
@@ -150,39 +102,19 @@ PerfMetricsRecord disagg_example()
     PerfMetricsRecord r;
     r.request_id = "1";
     r.disagg_request_id = "1";
-    jsonlw::DisaggPhase d;
-    d.ctx_server = "http://ctx0:8001";
-    d.gen_server = "http://gen0:8002";
-    d.timing_metrics.arrival_time = 1000.000;
-    d.timing_metrics.last_token_time = 1000.300;
-    d.timing_metrics.server_arrival_time = 1000.000;
-    d.timing_metrics.ctx_dispatch_time = 1000.0005;
-    d.timing_metrics.server_first_token_time = 1000.078;
-    r.disagg = d;
-    PhaseRecord ctx;
-    ctx.request_id = "ctx-1";
-    ctx.timing_metrics.server_arrival_time = 1000.001;
-    ctx.timing_metrics.arrival_time = 1000.003;
-    ctx.timing_metrics.first_scheduled_time = 1000.006;
-    ctx.timing_metrics.first_token_time = 1000.010;
-    ctx.timing_metrics.last_token_time = 1000.010;
-    ctx.timing_metrics.server_first_token_time = 1000.015;
+    r.disagg = ref::disagg_server_phase();
     using K = jsonlw::TimingKey;
     // The order the example's dicts give (kept as given, as TensorRT-LLM's writer does).
+    PhaseRecord ctx;
+    ctx.request_id = "ctx-1";
+    ctx.timing_metrics = ref::ctx_worker_timing();
     ctx.timing_metrics.order = {K::server_arrival_time, K::arrival_time, K::first_scheduled_time,
                                 K::first_token_time, K::last_token_time,
                                 K::server_first_token_time};
     r.ctx = ctx;
     PhaseRecord gen;
     gen.request_id = "gen-1";
-    gen.timing_metrics.server_arrival_time = 1000.021;
-    gen.timing_metrics.arrival_time = 1000.028;
-    gen.timing_metrics.kv_cache_transfer_start = 1000.036;
-    gen.timing_metrics.kv_cache_transfer_end = 1000.045;
-    gen.timing_metrics.first_scheduled_time = 1000.055;
-    gen.timing_metrics.first_token_time = 1000.066;
-    gen.timing_metrics.last_token_time = 1000.200;
-    gen.timing_metrics.server_first_token_time = 1000.066;
+    gen.timing_metrics = ref::gen_worker_timing();
     gen.timing_metrics.order = {K::server_arrival_time, K::arrival_time,
                                 K::kv_cache_transfer_start, K::kv_cache_transfer_end,
                                 K::first_scheduled_time, K::first_token_time, K::last_token_time,
@@ -207,22 +139,9 @@ PerfMetricsRecord minimal_worker(std::string id = "7")
 TEST_CASE("The aggregated worker example of the reference serializes byte for byte to one line",
           "[perf_metrics][golden]")
 {
-    // Python's json.dumps(..., separators=(",", ":")) of the example: floats as repr() spells
-    // the parsed values (1000.0000 -> 1000.0, 1000.0250 -> 1000.025, 5310.110 -> 5310.11).
-    const std::string expected =
-        R"({"request_id":42,"perf_metrics":{"timing_metrics":{"arrival_time":1000.0021,)"
-        R"("first_scheduled_time":1000.0053,"first_token_time":1000.025,"last_token_time":1000.41,)"
-        R"("server_arrival_time":1000.0,"server_first_token_time":1000.027},"first_iter":812,)"
-        R"("last_iter":860,"kv_cache_metrics":{"num_total_allocated_blocks":5,)"
-        R"("num_new_allocated_blocks":3,"num_reused_blocks":2,"num_missed_blocks":3}},)"
-        R"("time_breakdown_metrics":{"ctx_chunk_metrics":[{"forward_start_time":5310.101,)"
-        R"("forward_end_time":5310.104,"sample_start_time":5310.104,"sample_end_time":5310.105,)"
-        R"("gpu_forward_time":3.0,"gpu_sample_time":0.25,"token_time":5310.106}],)"
-        R"("step_metrics":[{"iter":1,"forward_start_time":5310.11,"forward_end_time":5310.112,)"
-        R"("sample_start_time":5310.112,"sample_end_time":5310.113,"gpu_forward_time":1.5,)"
-        R"("gpu_sample_time":0.5,"token_time":5310.114}]},"status":"complete"})";
-    const std::string line = line_of(worker_example());
-    CHECK(line == expected);
+    // ref::seed_worker_line: Python's json.dumps(..., separators=(",", ":")) of the example.
+    const std::string line = line_of(ref::seed_worker_record());
+    CHECK(line == ref::seed_worker_line);
 
     const Parsed p(line);
     CHECK(p.size("") == 4);
@@ -663,20 +582,20 @@ TEST_CASE("A non-finite number in a written field makes the record malformed and
     constexpr double inf = std::numeric_limits<double>::infinity();
     SECTION("a worker timing stamp")
     {
-        PerfMetricsRecord r = worker_example();
+        PerfMetricsRecord r = ref::seed_worker_record();
         r.server->timing_metrics.first_token_time = nan;
         CHECK(malformed_what(r) == "non-finite number NaN in phases.server.timing_metrics.first_token_time");
     }
     SECTION("-Infinity is not taken for an unknown (<= 0) stamp")
     {
-        PerfMetricsRecord r = worker_example();
+        PerfMetricsRecord r = ref::seed_worker_record();
         r.server->timing_metrics.kv_cache_transfer_end = -inf;
         CHECK(malformed_what(r) ==
               "non-finite number -Infinity in phases.server.timing_metrics.kv_cache_transfer_end");
     }
     SECTION("a step of the time breakdown")
     {
-        PerfMetricsRecord r = worker_example();
+        PerfMetricsRecord r = ref::seed_worker_record();
         r.server->time_breakdown_metrics->step_metrics[0].gpu_sample_time = inf;
         CHECK(malformed_what(r) == "non-finite number Infinity in "
                                    "phases.server.time_breakdown_metrics.step_metrics[0].gpu_sample_time");
@@ -687,7 +606,7 @@ TEST_CASE("A non-finite number in a written field makes the record malformed and
     }
     SECTION("the acceptance rate of proposed drafts")
     {
-        PerfMetricsRecord r = worker_example();
+        PerfMetricsRecord r = ref::seed_worker_record();
         r.server->speculative_decoding = jsonlw::SpeculativeDecoding{
             .acceptance_rate = nan, .total_accepted_draft_tokens = 1, .total_draft_tokens = 2};
         CHECK(malformed_what(r) ==

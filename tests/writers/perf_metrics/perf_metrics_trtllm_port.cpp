@@ -10,6 +10,8 @@
 
 #include <jsonlw/perf_metrics_record.hpp>
 
+#include "perf_metrics_reference.hpp"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -26,13 +28,8 @@ using jsonlw::TimingMetrics;
 
 namespace {
 
-std::string line_of(const PerfMetricsRecord& rec)
-{
-    jsonlw::LineBuffer buf;
-    jsonlw::JsonLine line(buf);
-    jsonlw::serialize_perf_metrics(rec, line);
-    return std::string(line.view());
-}
+namespace ref = perf_metrics_reference;
+using ref::line_of;
 
 // The two headers a worker's timing goes into: Server-Timing durations (ms, 6 decimals) and
 // X-TRTLLM-Start-End-Time stamps (s, 9 decimals), for the phase "server".
@@ -117,32 +114,11 @@ PhaseRecord rebuilt_phase(const Headers& h, std::string_view phase, std::string 
     return p;
 }
 
-// The workers of one disaggregated request (the reference's "12 distinct spans" stamps).
-TimingMetrics ctx_worker_timing()
+// A worker of one disaggregated request (the reference's "12 distinct spans" stamps), with the
+// KV cache size its builder records.
+TimingMetrics with_kv_cache_size(TimingMetrics t)
 {
-    TimingMetrics t;
-    t.arrival_time = 1000.003;
-    t.first_scheduled_time = 1000.006;
-    t.first_token_time = 1000.010;
-    t.last_token_time = 1000.010;
-    t.server_arrival_time = 1000.001;
-    t.server_first_token_time = 1000.015;
     t.kv_cache_size = 2048;
-    return t;
-}
-
-TimingMetrics gen_worker_timing()
-{
-    TimingMetrics t;
-    t.arrival_time = 1000.028;
-    t.first_scheduled_time = 1000.055;
-    t.first_token_time = 1000.066;
-    t.last_token_time = 1000.2;
-    t.kv_cache_transfer_start = 1000.036;
-    t.kv_cache_transfer_end = 1000.045;
-    t.kv_cache_size = 2048;
-    t.server_arrival_time = 1000.021;
-    t.server_first_token_time = 1000.066;
     return t;
 }
 
@@ -151,15 +127,7 @@ PerfMetricsRecord disagg_record(PhaseRecord ctx, PhaseRecord gen)
     PerfMetricsRecord r;
     r.request_id = "1001";
     r.disagg_request_id = "1001";
-    jsonlw::DisaggPhase d;
-    d.ctx_server = "http://ctx0:8001";
-    d.gen_server = "http://gen0:8002";
-    d.timing_metrics.arrival_time = 1000.0;
-    d.timing_metrics.last_token_time = 1000.3;
-    d.timing_metrics.server_arrival_time = 1000.0;
-    d.timing_metrics.ctx_dispatch_time = 1000.0005;
-    d.timing_metrics.server_first_token_time = 1000.078;
-    r.disagg = d;
+    r.disagg = ref::disagg_server_phase();
     r.ctx = std::move(ctx);
     r.gen = std::move(gen);
     return r;
@@ -183,8 +151,10 @@ constexpr std::string_view trtllm_disagg_line =
 TEST_CASE("A disagg record rebuilt from the workers' headers is written as TensorRT-LLM writes it",
           "[perf_metrics][trtllm_port]")
 {
-    const PhaseRecord ctx = rebuilt_phase(worker_headers(ctx_worker_timing()), "ctx", "ctx-1");
-    const PhaseRecord gen = rebuilt_phase(worker_headers(gen_worker_timing()), "gen", "gen-1");
+    const PhaseRecord ctx =
+        rebuilt_phase(worker_headers(with_kv_cache_size(ref::ctx_worker_timing())), "ctx", "ctx-1");
+    const PhaseRecord gen =
+        rebuilt_phase(worker_headers(with_kv_cache_size(ref::gen_worker_timing())), "gen", "gen-1");
     CHECK(line_of(disagg_record(ctx, gen)) == trtllm_disagg_line);
 }
 
@@ -218,14 +188,10 @@ TEST_CASE("A gen worker's own record with the kv transfer is written in its buil
     r.ctx_request_id = "7";
     r.disagg_request_id = "1001";
     PhaseRecord p;
-    p.timing_metrics = gen_worker_timing();
+    p.timing_metrics = with_kv_cache_size(ref::gen_worker_timing());
     p.first_iter = 812;
     p.last_iter = 860;
-    p.kv_cache_metrics = jsonlw::KvCacheMetrics{.num_total_allocated_blocks = 5,
-                                                .num_new_allocated_blocks = 3,
-                                                .num_reused_blocks = 2,
-                                                .num_missed_blocks = 3,
-                                                .kv_cache_hit_rate = 0.4};
+    p.kv_cache_metrics = ref::seed_kv_cache_metrics();
     p.speculative_decoding = jsonlw::SpeculativeDecoding{0.75, 3, 4};
     r.server = p;
     CHECK(line_of(r) ==
