@@ -1,9 +1,12 @@
-// Baselines that need no jsonlw: the write() limit, fprintf under a mutex, and the same with
-// the validation a user writes by hand for RawJsonWriter's guarantee (simdjson).
-#include "alloc_count.hpp"
+// The baselines, what a user writes without jsonlw: the write() limit, and every by-hand
+// variant, which all end in the one fprintf-under-a-mutex sink below (plain, validated with
+// simdjson, or formatted from the typed record with fmt).
+#include "by_hand_format.hpp"
 #include "clock.hpp"
+#include "paced_calls.hpp"
 #include "producers.hpp"
 #include "runs.hpp"
+#include "writer_workloads.hpp"
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -17,7 +20,9 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bench {
@@ -53,140 +58,173 @@ ThroughputResult write_limit_throughput(const ThroughputSpec& s)
     return r;
 }
 
-ThroughputResult fprintf_throughput(const ThroughputSpec& s)
+namespace {
+
+// The by-hand sink: one stdio FILE shared by every thread, default (full) buffering, each
+// line fprintf()ed under a std::mutex. put() may be called from any thread; close() once,
+// after the last put().
+class LockedStdioFile {
+public:
+    explicit LockedStdioFile(const std::filesystem::path& path)
+        : f_(std::fopen(path.c_str(), "w")), open_errno_(f_ ? 0 : errno)
+    {
+    }
+    ~LockedStdioFile()
+    {
+        if (f_) std::fclose(f_);
+    }
+    LockedStdioFile(const LockedStdioFile&) = delete;
+    LockedStdioFile& operator=(const LockedStdioFile&) = delete;
+
+    // Empty, or why the file could not be opened.
+    std::string open_problem() const
+    {
+        return f_ ? std::string() : fmt::format("fopen: {}", std::strerror(open_errno_));
+    }
+
+    bool put(std::string_view line)
+    {
+        std::lock_guard lk(mu_);
+        return std::fprintf(f_, "%.*s\n", static_cast<int>(line.size()), line.data()) >= 0;
+    }
+
+    // fflush + fclose; how many of the two failed.
+    int close()
+    {
+        int failed = std::fflush(f_) != 0 ? 1 : 0;
+        if (std::fclose(f_) != 0) ++failed;
+        f_ = nullptr;
+        return failed;
+    }
+
+private:
+    std::FILE* f_;
+    int open_errno_;
+    std::mutex mu_;
+};
+
+// The one fprintf + mutex throughput run: each producer makes its records' lines with a
+// line maker of its own (make_maker() per producer: its parser or buffers, reused), then
+// fprintf()s them; timed from the producers' release until the file is closed, then checked.
+// A maker returns the line for record i, or nullopt for a record it rejects (not written).
+template <class MakeMaker>
+ThroughputResult fprintf_mutex_throughput(const ThroughputSpec& s, const char* file_name,
+                                          std::size_t line_bytes, MakeMaker make_maker)
 {
     ThroughputResult r;
-    const auto path = s.dir / "fprintf.jsonl";
-    std::FILE* f = std::fopen(path.c_str(), "w");  // default (full) buffering
-    if (!f) {
-        r.problem = fmt::format("fopen: {}", std::strerror(errno));
-        return r;
-    }
-    std::mutex mu;
-    std::atomic<std::uint64_t> failed{0};
+    const auto path = s.dir / file_name;
+    LockedStdioFile file(path);
+    if (r.problem = file.open_problem(); !r.problem.empty()) return r;
+    std::atomic<std::uint64_t> failed{0}, rejected{0};
     SteadyClock::time_point t0;
     run_producers(s.producers, s.records, t0,
                   [&](int, std::size_t count, std::size_t i, std::size_t stride) {
-                      std::uint64_t bad = 0;
+                      auto line_for = make_maker();
+                      std::uint64_t bad = 0, refused = 0;
                       for (std::size_t n = 0; n < count; ++n, i += stride) {
-                          std::lock_guard lk(mu);
-                          if (std::fprintf(f, "%s\n", s.pool->at(i).c_str()) < 0) ++bad;
+                          const std::optional<std::string_view> line = line_for(i);
+                          if (!line) ++refused;
+                          else if (!file.put(*line)) ++bad;
                       }
                       failed += bad;
+                      rejected += refused;
                   });
-    if (std::fflush(f) != 0) ++failed;
-    if (std::fclose(f) != 0) ++failed;
+    failed += static_cast<std::uint64_t>(file.close());
     r.seconds = seconds_since(t0);
     const FileCheck c = check_file(path);
     r.lines = c.lines;
     r.bytes = c.bytes;
-    r.problem = file_problem(c, s.records, s.records * s.pool->line_bytes);
-    if (r.problem.empty() && failed.load())
-        r.problem = fmt::format("{} fprintf/fflush/fclose calls failed", failed.load());
+    r.problem = file_problem(c, s.records, s.records * line_bytes);
+    if (r.problem.empty() && (failed.load() || rejected.load()))
+        r.problem = fmt::format("{} fprintf/fflush/fclose calls failed, {} lines rejected",
+                                failed.load(), rejected.load());
     empty_dir(s.dir);
     return r;
 }
 
+}  // namespace
+
+ThroughputResult fprintf_throughput(const ThroughputSpec& s)
+{
+    return fprintf_mutex_throughput(s, "fprintf.jsonl", s.pool->line_bytes, [&s] {
+        return [&s](std::size_t i) { return std::optional<std::string_view>(s.pool->at(i)); };
+    });
+}
+
 ThroughputResult fprintf_validated_throughput(const ThroughputSpec& s)
 {
-    ThroughputResult r;
-    const auto path = s.dir / "fprintf-validated.jsonl";
-    std::FILE* f = std::fopen(path.c_str(), "w");  // default (full) buffering
-    if (!f) {
-        r.problem = fmt::format("fopen: {}", std::strerror(errno));
-        return r;
+    return fprintf_mutex_throughput(s, "fprintf-validated.jsonl", s.pool->line_bytes, [&s] {
+        // Per producer, as a user would keep one per thread: a parser and a minify buffer.
+        return [&s, parser = simdjson::dom::parser(), out = std::vector<char>()](
+                   std::size_t i) mutable -> std::optional<std::string_view> {
+            const std::string& line = s.pool->at(i);  // no copy: the caller's string
+            simdjson::dom::element root;
+            if (parser.parse(line).get(root) || root.type() != simdjson::dom::element_type::OBJECT)
+                return std::nullopt;
+            out.resize(line.size());
+            std::size_t len = 0;
+            if (simdjson::minify(line.data(), line.size(), out.data(), len)) return std::nullopt;
+            return std::string_view(out.data(), len);
+        };
+    });
+}
+
+ThroughputResult perf_fmt_throughput(const WriterWorkload& wl, const ThroughputSpec& s)
+{
+    const auto& rec = *static_cast<const jsonlw::PerfMetricsRecord*>(wl.records.get());
+    {
+        fmt::memory_buffer check;
+        format_perf_by_hand(rec, check);
+        if (std::string_view(check.data(), check.size()) != wl.lines.lines.front())
+            return {.problem = "the hand-formatted line differs from PerfMetricsWriter's: " +
+                               fmt::to_string(check)};
     }
-    std::mutex mu;
-    std::atomic<std::uint64_t> failed{0}, invalid{0};
-    SteadyClock::time_point t0;
-    run_producers(s.producers, s.records, t0,
-                  [&](int, std::size_t count, std::size_t i, std::size_t stride) {
-                      // Per producer, as a user would keep one per thread: a parser and a
-                      // minify buffer, reused.
-                      simdjson::dom::parser parser;
-                      std::vector<char> out;
-                      std::uint64_t bad = 0, rejected = 0;
-                      for (std::size_t n = 0; n < count; ++n, i += stride) {
-                          const std::string& line = s.pool->at(i);  // no copy: the caller's string
-                          simdjson::dom::element root;
-                          if (parser.parse(line).get(root) ||
-                              root.type() != simdjson::dom::element_type::OBJECT) {
-                              ++rejected;
-                              continue;
-                          }
-                          out.resize(line.size());
-                          std::size_t len = 0;
-                          if (simdjson::minify(line.data(), line.size(), out.data(), len)) {
-                              ++rejected;
-                              continue;
-                          }
-                          std::lock_guard lk(mu);
-                          if (std::fprintf(f, "%.*s\n", static_cast<int>(len), out.data()) < 0) ++bad;
-                      }
-                      failed += bad;
-                      invalid += rejected;
-                  });
-    if (std::fflush(f) != 0) ++failed;
-    if (std::fclose(f) != 0) ++failed;
-    r.seconds = seconds_since(t0);
-    const FileCheck c = check_file(path);
-    r.lines = c.lines;
-    r.bytes = c.bytes;
-    r.problem = file_problem(c, s.records, s.records * s.pool->line_bytes);
-    if (r.problem.empty() && (failed.load() || invalid.load()))
-        r.problem = fmt::format("{} writes failed, {} lines rejected", failed.load(),
-                                invalid.load());
-    empty_dir(s.dir);
-    return r;
+    return fprintf_mutex_throughput(s, "fmt.jsonl", wl.lines.line_bytes, [&rec] {
+        return [&rec, b = fmt::memory_buffer()](std::size_t) mutable {
+            b.clear();
+            format_perf_by_hand(rec, b);
+            return std::optional<std::string_view>(std::string_view(b.data(), b.size()));
+        };
+    });
+}
+
+ThroughputResult raw_output_fmt_throughput(const WriterWorkload& wl, const ThroughputSpec& s)
+{
+    const auto& o = *static_cast<const RawOutputShape*>(wl.records.get());
+    {
+        ByHandOutput acc;
+        fmt::memory_buffer check;
+        format_output_by_hand(o, raw_output_first_id, acc, check);
+        const std::string mine = without_stamps(fmt::to_string(check));
+        bool found = false;
+        for (const std::string& l : wl.lines.lines) found = found || without_stamps(l) == mine;
+        if (!found)
+            return {.problem = "the hand-formatted line matches no RawOutputWriter line: " + mine};
+    }
+    return fprintf_mutex_throughput(s, "fmt-raw-output.jsonl", wl.lines.line_bytes, [&o] {
+        return [&o, acc = ByHandOutput(), b = fmt::memory_buffer()](std::size_t i) mutable {
+            b.clear();
+            format_output_by_hand(o, raw_output_first_id + i, acc, b);
+            return std::optional<std::string_view>(std::string_view(b.data(), b.size()));
+        };
+    });
 }
 
 SubmitCostResult fprintf_submit_cost(const SubmitCostSpec& s)
 {
     SubmitCostResult r;
     const auto path = s.dir / "fprintf-submit.jsonl";
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) {
-        r.problem = fmt::format("fopen: {}", std::strerror(errno));
-        return r;
-    }
-    const TickClock& clk = TickClock::get();
-    std::mutex mu;
-    auto call = [&](const std::string& line) {
-        std::lock_guard lk(mu);
-        return std::fprintf(f, "%s\n", line.c_str()) >= 0;
-    };
-    // At most rate x seconds calls, and no longer than `seconds`: a descheduled caller
-    // makes fewer calls rather than stretching the run.
-    std::size_t calls = static_cast<std::size_t>(s.rate_per_s * s.seconds);
-    r.ns.reserve(calls / s.sample_every + 1);
-    Pacer pacer(s.rate_per_s);
-    const auto t0 = SteadyClock::now();
-    const auto deadline = t0 + std::chrono::duration_cast<SteadyClock::duration>(
-                                   std::chrono::duration<double>(s.seconds));
-    std::size_t i = 0;
-    for (; i < calls && (i % 256 != 0 || SteadyClock::now() < deadline); ++i) {
-        pacer.wait();
-        const std::string& line = s.pool->at(i);
-        const std::uint64_t a0 = allocations_on_this_thread();
-        bool ok;
-        if (i >= s.warmup_calls && i % s.sample_every == 0) {
-            const std::uint64_t c0 = clk.start();
-            ok = call(line);
-            const std::uint64_t c1 = clk.stop();
-            r.ns.push_back(clk.to_ns(c1 - c0));
-        } else {
-            ok = call(line);
-        }
-        (i >= s.warmup_calls ? r.allocations : r.warmup_allocations) +=
-            allocations_on_this_thread() - a0;
-        if (!ok) ++r.refused;
-    }
-    calls = i;
-    r.achieved_rate = static_cast<double>(calls) / seconds_since(t0);
-    r.calls = calls;
-    std::fclose(f);
+    LockedStdioFile file(path);
+    if (r.problem = file.open_problem(); !r.problem.empty()) return r;
+    PacedCalls paced(s, r);
+    while (paced.more())
+        paced.step([&](std::size_t i) {
+            return [&file, &line = s.pool->at(i)] { return file.put(line); };
+        });
+    paced.finish();
+    file.close();
     const FileCheck c = check_file(path);
-    r.problem = file_problem(c, calls, calls * s.pool->line_bytes);
+    r.problem = file_problem(c, r.calls, r.calls * s.pool->line_bytes);
     empty_dir(s.dir);
     return r;
 }

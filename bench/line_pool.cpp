@@ -1,5 +1,7 @@
 #include "line_pool.hpp"
 
+#include "perf_metrics_reference.hpp"
+
 #include <fmt/format.h>
 
 #include <fcntl.h>
@@ -63,18 +65,7 @@ LinePool make_pool(std::size_t line_bytes, std::size_t count)
 LinePool seed_worker_pool()
 {
     LinePool p;
-    p.lines.push_back(
-        R"({"request_id":42,"perf_metrics":{"timing_metrics":{"arrival_time":1000.0021,)"
-        R"("first_scheduled_time":1000.0053,"first_token_time":1000.025,"last_token_time":1000.41,)"
-        R"("server_arrival_time":1000.0,"server_first_token_time":1000.027},"first_iter":812,)"
-        R"("last_iter":860,"kv_cache_metrics":{"num_total_allocated_blocks":5,)"
-        R"("num_new_allocated_blocks":3,"num_reused_blocks":2,"num_missed_blocks":3}},)"
-        R"("time_breakdown_metrics":{"ctx_chunk_metrics":[{"forward_start_time":5310.101,)"
-        R"("forward_end_time":5310.104,"sample_start_time":5310.104,"sample_end_time":5310.105,)"
-        R"("gpu_forward_time":3.0,"gpu_sample_time":0.25,"token_time":5310.106}],)"
-        R"("step_metrics":[{"iter":1,"forward_start_time":5310.11,"forward_end_time":5310.112,)"
-        R"("sample_start_time":5310.112,"sample_end_time":5310.113,"gpu_forward_time":1.5,)"
-        R"("gpu_sample_time":0.5,"token_time":5310.114}]},"status":"complete"})");
+    p.lines.emplace_back(perf_metrics_reference::seed_worker_line);
     p.line_bytes = p.lines.front().size() + 1;
     p.label = fmt::format("seed worker {} B", p.line_bytes);
     return p;

@@ -1,3 +1,4 @@
+// The table and the JSON document of a bench run, and the statistics their figures use.
 #include "report.hpp"
 
 #include <jsonlw/json_line.hpp>
@@ -28,6 +29,15 @@ double quantile(std::vector<double> v, double q)
 double mean(const std::vector<double>& v)
 {
     return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+Goal make_goal(std::string name, std::string comparison, double target,
+               std::optional<double> measured, std::string unit, std::string note)
+{
+    Goal g{std::move(name), std::move(comparison), target, measured, std::move(unit),
+           std::nullopt, std::move(note)};
+    if (measured) g.met = g.comparison == ">=" ? *measured >= target : *measured <= target;
+    return g;
 }
 
 std::string human(double v)

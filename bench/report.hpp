@@ -60,6 +60,10 @@ struct Goal {
     std::string note;
 };
 
+// A goal, `met` decided when there is a measurement (measured `comparison` target).
+Goal make_goal(std::string name, std::string comparison, double target,
+               std::optional<double> measured, std::string unit, std::string note = {});
+
 struct Report {
     std::vector<std::pair<std::string, std::string>> machine;  // name, value
     std::vector<std::pair<std::string, std::string>> settings;

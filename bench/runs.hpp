@@ -46,7 +46,7 @@ struct WriterWorkload {
     enum class Kind { perf_metrics, raw_output } kind = Kind::perf_metrics;
     std::string name;                       // "PerfMetricsWriter", ...
     LinePool lines;
-    std::shared_ptr<const void> records;    // the typed records (jsonlw_runs.cpp)
+    std::shared_ptr<const void> records;    // the typed records (writer_workloads.cpp)
     std::size_t calls_per_record = 1;       // raw_output: on_chunk() calls per record
     std::string problem;                    // the calibration failed
 };

@@ -2,8 +2,8 @@
 // the record alone. Async loggers get their own thread pool (queue 8192, one worker) unless a
 // scenario says otherwise; the time includes flush, the pool's shutdown (which writes what is
 // queued) and the file's close.
-#include "alloc_count.hpp"
 #include "clock.hpp"
+#include "paced_calls.hpp"
 #include "producers.hpp"
 #include "runs.hpp"
 
@@ -108,42 +108,23 @@ SubmitCostResult spdlog_submit_cost(const SubmitCostSpec& s, SpdlogMode mode)
 {
     SubmitCostResult r;
     const auto path = s.dir / "spdlog-submit.jsonl";
-    const TickClock& clk = TickClock::get();
-    // At most rate x seconds calls, and no longer than `seconds`: a descheduled caller
-    // makes fewer calls rather than stretching the run.
-    std::size_t calls = static_cast<std::size_t>(s.rate_per_s * s.seconds);
-    r.ns.reserve(calls / s.sample_every + 1);
     try {
         SpdlogSetup sp(path, mode, spdlog_queue);
-        Pacer pacer(s.rate_per_s);
-        const auto t0 = SteadyClock::now();
-        const auto deadline = t0 + std::chrono::duration_cast<SteadyClock::duration>(
-                                       std::chrono::duration<double>(s.seconds));
-        std::size_t i = 0;
-        for (; i < calls && (i % 256 != 0 || SteadyClock::now() < deadline); ++i) {
-            pacer.wait();
-            const std::string& line = s.pool->at(i);
-            const std::uint64_t a0 = allocations_on_this_thread();
-            if (i >= s.warmup_calls && i % s.sample_every == 0) {
-                const std::uint64_t c0 = clk.start();
-                sp.log(line);
-                const std::uint64_t c1 = clk.stop();
-                r.ns.push_back(clk.to_ns(c1 - c0));
-            } else {
-                sp.log(line);
-            }
-            (i >= s.warmup_calls ? r.allocations : r.warmup_allocations) +=
-                allocations_on_this_thread() - a0;
-        }
-        calls = i;
-        r.achieved_rate = static_cast<double>(calls) / seconds_since(t0);
-        r.calls = calls;
+        PacedCalls paced(s, r);
+        while (paced.more())
+            paced.step([&](std::size_t i) {
+                return [&sp, &line = s.pool->at(i)] {
+                    sp.log(line);
+                    return true;
+                };
+            });
+        paced.finish();
         sp.finish();
     } catch (const std::exception& e) {
         r.problem = fmt::format("spdlog: {}", e.what());
     }
     const FileCheck c = check_file(path);
-    if (r.problem.empty()) r.problem = mode_problem(mode, c.lines, calls);
+    if (r.problem.empty()) r.problem = mode_problem(mode, c.lines, r.calls);
     empty_dir(s.dir);
     return r;
 }

@@ -3,8 +3,8 @@
 #include "runs.hpp"
 
 // bench/ has its own report.hpp (the bench's report): name the tools' headers by path.
-#include "../tools/report.hpp"
-#include "../tools/report_baseline.hpp"
+#include "../../tools/report.hpp"
+#include "../../tools/report_baseline.hpp"
 
 #include <fmt/format.h>
 

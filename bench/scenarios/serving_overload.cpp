@@ -86,14 +86,6 @@ DemoRun run_demo(const fs::path& dir, std::uint64_t requests, double rate, const
 }
 #endif
 
-Goal goal(std::string name, std::string cmp, double target, std::optional<double> measured,
-          std::string unit)
-{
-    Goal g{std::move(name), std::move(cmp), target, measured, std::move(unit), std::nullopt, {}};
-    if (measured) g.met = g.comparison == ">=" ? *measured >= target : *measured <= target;
-    return g;
-}
-
 }  // namespace
 
 void serving_overload_scenario(const Config& cfg, Report& report)
@@ -185,13 +177,13 @@ void serving_overload_scenario(const Config& cfg, Report& report)
     }
     sec.notes.push_back("each run is the real jsonlw binary; its --summary-json gives the per-writer "
                         "accounting (expected = written + dropped + unknown)");
-    report.goals.push_back(goal("serving-overload 1x-4x: records dropped by any writer (max over runs)",
+    report.goals.push_back(make_goal("serving-overload 1x-4x: records dropped by any writer (max over runs)",
                                 "<=", 0, worst_drop, "records"));
-    report.goals.push_back(goal("serving-overload 1x-4x: decode steps dropped by the stage (max)", "<=", 1,
+    report.goals.push_back(make_goal("serving-overload 1x-4x: decode steps dropped by the stage (max)", "<=", 1,
                                 worst_steps, "%"));
-    report.goals.push_back(goal("serving-overload: records unaccounted for (max)", "<=", 0,
+    report.goals.push_back(make_goal("serving-overload: records unaccounted for (max)", "<=", 0,
                                 worst_unaccounted, "records"));
-    report.goals.push_back(goal("serving-overload 4x: slowest / fastest wall time", "<=", 1.25,
+    report.goals.push_back(make_goal("serving-overload 4x: slowest / fastest wall time", "<=", 1.25,
                                 spread4 > 0 ? std::optional<double>(spread4) : std::nullopt, "x"));
     report.sections.push_back(std::move(sec));
     fs::remove_all(dir);

@@ -1,0 +1,111 @@
+// The jsonlw rows of the submit-cost scenario: RawJsonWriter's submit() at a steady rate, from
+// another thread or on the loop thread, each call as the caller hands the line over.
+#include "clock.hpp"
+#include "line_pool.hpp"
+#include "runs.hpp"
+#include "writer_harness.hpp"
+#include "paced_calls.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <chrono>
+#include <future>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace bench {
+
+using jsonlw::SubmitResult;
+
+namespace {
+
+// The paced submits, one call per step. From another thread the steps run back to back; on
+// the loop thread each step is a handler that posts the next, so the drain's own handlers run
+// in between (a caller that kept the loop thread would stall the writer).
+struct PacedSubmits {
+    jsonlw::RawJsonWriter& w;
+    const SubmitCostSpec& s;
+    PacedCalls calls;
+
+    void step()
+    {
+        calls.step([this](std::size_t i) {
+            using Form = SubmitCostSpec::Form;
+            const std::string& line = s.pool->at(i);
+            std::string rec;
+            if (s.form == Form::moved_string) rec = line;  // built before the timed call
+            return [this, &line, rec = std::move(rec)]() mutable {
+                switch (s.form) {
+                case Form::moved_string: return w.submit(std::move(rec)) == SubmitResult::accepted;
+                case Form::string_in_call:
+                    return w.submit(std::string(line)) == SubmitResult::accepted;
+                case Form::view: break;
+                }
+                return w.submit(std::string_view(line)) == SubmitResult::accepted;
+            };
+        });
+    }
+};
+
+}  // namespace
+
+SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
+{
+    SubmitCostResult r;
+    LogTally logs;
+    std::filesystem::path file;
+    std::optional<jsonlw::CloseReport> report;
+    {
+        Loop loop;
+        // The defaults a user gets (queue 1024, batch 64, drop_newest): below saturation the
+        // queue never fills.
+        jsonlw::RawJsonWriter w(loop.executor(),
+                                jsonlw::WriterOptions{
+                                    .directory = s.dir,
+                                    .stem = "submit",
+                                    .subject = "bench",
+                                    .flush_interval = std::chrono::milliseconds(s.flush_interval_ms),
+                                    .log = logs.sink(),
+                                    .idle_poll = std::chrono::microseconds(s.idle_poll_us),
+                                });
+        w.start();
+        PacedSubmits paced{w, s, PacedCalls(s, r)};
+        if (s.from_loop) {
+            // A small handler (two pointers and the executor) that re-posts itself.
+            struct Next {
+                PacedSubmits* paced;
+                std::promise<void>* done;
+                asio::any_io_executor ex;
+                void operator()() const
+                {
+                    paced->step();
+                    if (paced->calls.more()) asio::post(ex, *this);
+                    else done->set_value();
+                }
+            };
+            std::promise<void> done;
+            asio::post(loop.executor(), Next{&paced, &done, loop.executor()});
+            done.get_future().wait();
+        } else {
+            while (paced.calls.more()) paced.step();
+        }
+        paced.calls.finish();
+        report = w.async_close(asio::use_future).get();
+        file = w.file_path();
+    }
+    const FileCheck c = check_file(file);
+    const std::uint64_t accepted = r.calls - r.refused;
+    r.problem = file_problem(c, accepted, accepted * s.pool->line_bytes);
+    // Saturated (refusals) is reported, not a failure; the accounting must be exact either way.
+    const jsonlw::WriterStats& st = report->stats;
+    if (r.problem.empty() && (st.written != accepted || st.dropped.queue_full != r.refused ||
+                              st.dropped.total() != r.refused || st.unknown || st.pending))
+        r.problem = fmt::format("stats: written {} (accepted {}), dropped {} (refused {})",
+                                st.written, accepted, st.dropped.total(), r.refused);
+    empty_dir(s.dir);
+    return r;
+}
+
+}  // namespace bench
