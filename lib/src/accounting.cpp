@@ -1,5 +1,5 @@
-// Where every record is counted: an append's lines as written, unknown or write_error, a
-// serializer's drops, a batch's tally published to the counters (I/O thread), the producers'
+// Where every record is counted: a settle()'s lines as written, unknown or write_error (a
+// sink's appends: sink_io.cpp), a serializer's drops, a batch's tally published to the counters (I/O thread), the producers'
 // drops (any thread), stats() (any thread); and the rate-limited log line of each reason.
 #include "writer_core_impl.hpp"
 
@@ -47,47 +47,6 @@ void WriterCore::Impl::publish(std::size_t n) noexcept
     inflight.store(0, std::memory_order_release);
 }
 
-AppendResult WriterCore::Impl::append(const std::filesystem::path& path, const Lines& lines) noexcept
-{
-    if (lines.records == 0 && lines.bytes.empty()) return {};
-    AppendResult r;
-    try {
-        r = appender.append(path, lines.bytes,
-                            self.opts_.durability == Durability::fsync_batch);
-    } catch (const std::exception& e) {
-        // The lines are write errors; the exception is logged like any unexpected one.
-        tally.write_error += lines.records;
-        log_unexpected(Stage::write, e.what());
-        r.ec = std::make_error_code(std::errc::io_error);
-        r.records_failed = lines.records;
-        return r;
-    }
-    if (r.ec) {
-        // Lines any of whose bytes landed may be in the file (or torn): unknown. The
-        // rest never reached it: write_error.
-        r.records_unknown = std::min<std::uint64_t>(lines_touched(lines.bytes, r.landed),
-                                                    lines.records);
-        r.records_failed = lines.records - r.records_unknown;
-        tally.unknown += r.records_unknown;
-        tally.write_error += r.records_failed;
-        if (log_worthy(++write_failures))
-            log(LogLevel::warning, fmt::format("Failed to write {} JSONL: {} ({})",
-                                               self.opts_.subject, r.ec.message(),
-                                               path.native()));
-        return r;
-    }
-    r.records_written = lines.records;
-    tally.written += lines.records;
-    tally.sanitized += lines.sanitized;
-    tally.bytes += lines.bytes.size();
-    ++tally.batches;
-    if (self.opts_.durability == Durability::fsync_interval && !unsynced) {
-        unsynced = true;
-        if (last_sync == clock::time_point{}) last_sync = clock::now();
-    }
-    return r;
-}
-
 AppendResult WriterCore::Impl::settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
                     std::uint64_t delivered_bytes) noexcept
 {
@@ -110,15 +69,6 @@ AppendResult WriterCore::Impl::settle(const Lines& lines, std::uint64_t delivere
     r.landed = delivered_bytes;
     if (delivered < lines.records) r.ec = std::make_error_code(std::errc::io_error);
     return r;
-}
-
-std::uint64_t WriterCore::Impl::lines_touched(std::string_view bytes, std::uint64_t landed) noexcept
-{
-    if (landed == 0) return 0;
-    const std::string_view head = bytes.substr(0, static_cast<std::size_t>(landed));
-    std::uint64_t n = static_cast<std::uint64_t>(std::count(head.begin(), head.end(), '\n'));
-    if (head.back() != '\n') ++n;  // a line cut short
-    return n;
 }
 
 void WriterCore::Impl::on_malformed(std::string_view what) noexcept
@@ -184,7 +134,7 @@ WriterStats WriterCore::stats() const noexcept
     s.dropped.oldest_evicted = d.evicted.load(std::memory_order_acquire);
     s.dropped.queue_full = d.queue_full.load(std::memory_order_acquire);
     s.dropped.closed = d.closed.load(std::memory_order_acquire);
-    s.files_closed = d.files_closed.load(std::memory_order_relaxed);
+    s.files_closed = d.file_sink ? d.file_sink->files_closed() : 0;
     std::uint64_t pushes = 0;
     if (Impl::Guard g{d}) pushes = hooks_ ? hooks_->claimed() : 0;
     else pushes = final_pushes_.load(std::memory_order_acquire);

@@ -78,7 +78,7 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
             auto waiters = std::move(d.reopen_waiters);
             d.reopen_waiters.clear();
             co_await d.on_io(IoTask::reopen);
-            d.rotate_due = d.rotate_due_io;
+            d.tick_due = d.tick_due_io;
             for (auto& h : waiters) d.complete(std::move(h), error_code(d.reopen_ec));
             continue;
         }
@@ -90,20 +90,15 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
             }
             // Empty. For up to park_after, look again every idle_poll (a soft park: a
             // producer wakes the drain only once poll_wake_records are waiting); then park
-            // until a submit, a flush, a close — or a due fsync or idle call.
+            // until a submit, a flush, a close — or a due fsync or sink tick.
             const auto now = clock::now();
             if (!d.empty_since) d.empty_since = now;
             const auto empty_for = now - *d.empty_since;
             auto wait = clock::duration::max();
             if (d.fsync_due) wait = std::max(clock::duration::zero(), *d.fsync_due - now);
-            if (d.rotate_due)
+            if (d.tick_due)
                 wait = std::min<clock::duration>(
-                    wait, std::max(clock::duration::zero(), *d.rotate_due - now));
-            const bool idle_armed = w.idle_interval_.count() > 0 && d.active_since_idle;
-            if (idle_armed)
-                wait = std::min<clock::duration>(
-                    wait, std::max<clock::duration>(clock::duration::zero(),
-                                                    w.idle_interval_ - empty_for));
+                    wait, std::max(clock::duration::zero(), *d.tick_due - now));
             const bool poll = o.idle_poll.count() > 0 && empty_for < park_after;
             if (poll) {
                 wait = std::min<clock::duration>(wait, o.idle_poll);
@@ -135,18 +130,9 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
                 co_await d.on_io(IoTask::sync);
                 d.fsync_due.reset();
             }
-            if (!ec && d.rotate_due && clock::now() >= *d.rotate_due) {
-                co_await d.on_io(IoTask::rotate_age);  // an idle file is rotated too
-                d.rotate_due = d.rotate_due_io;
-            }
-            if (!ec && idle_armed && clock::now() - *d.empty_since >= w.idle_interval_) {
-                bool still_empty = false;
-                if (Guard g{d}) still_empty = w.hooks_->claimed() == consumed;
-                if (still_empty) {
-                    // Nothing but time passed: the writer has been idle that long.
-                    d.active_since_idle = false;
-                    co_await d.on_io(IoTask::idle);
-                }
+            if (!ec && d.tick_due && clock::now() >= *d.tick_due) {
+                co_await d.on_io(IoTask::tick);  // an idle file is rotated too
+                d.tick_due = d.tick_due_io;
             }
             continue;
         }
@@ -164,10 +150,9 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
             w.wake_state_.store(awake, std::memory_order_seq_cst);
         }
         d.yield_hop.store(d.closing || !d.flush_waiters.empty(), std::memory_order_relaxed);
-        d.active_since_idle = true;
         co_await d.on_io(IoTask::step);
         d.fsync_due = d.fsync_due_io;  // written by the task, read after its completion
-        d.rotate_due = d.rotate_due_io;
+        d.tick_due = d.tick_due_io;
     }
     // Detached (the writer is gone) or abandoned: settle every waiter.
     if (!d.finished) d.finish(d.discarded_at_shutdown.load() == 0);

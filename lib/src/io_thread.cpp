@@ -1,5 +1,6 @@
 // The I/O thread's tasks (run there through Impl::on_io(), one at a time, never on the user's
-// executor): a step of up to batches_per_hop batches, the final close, and fsyncs.
+// executor): a step of up to batches_per_hop batches, the final close, fsyncs, the sink's
+// reopen and tick.
 #include "writer_core_impl.hpp"
 
 #include <fmt/format.h>
@@ -25,19 +26,12 @@ void WriterCore::Impl::run_io_task(IoTask task) noexcept
         break;
     case IoTask::finalize: finalize_io(); break;
     case IoTask::sync: sync_now(); break;
-    case IoTask::idle:
-        if (Guard g{*this}) self.hooks_->idle_io();
-        break;
     case IoTask::reopen: reopen_io(); break;
-    case IoTask::rotate_age:
-        if (main.created && main_rotating && self.opts_.rotate_interval.count() > 0 &&
-            clock::now() - main.opened >= self.opts_.rotate_interval)
-            rotate_main();
+    case IoTask::tick:
+        if (sink && sinks_started) sink->tick();
         break;
     }
-    rotate_due_io = main_rotating && main.created && self.opts_.rotate_interval.count() > 0
-                        ? std::optional<clock::time_point>(main.opened + self.opts_.rotate_interval)
-                        : std::nullopt;
+    tick_due_io = sink_tick();
 }
 
 // --- I/O thread ---
@@ -89,13 +83,14 @@ void WriterCore::Impl::finalize_io() noexcept
     }
     log_queue_drops();
     if (self.opts_.durability != Durability::none) sync_now();
-    appender.close_all();
-    seal_main(self.opts_.durability != Durability::none);
+    close_sinks(self.opts_.durability != Durability::none);
 }
 
 void WriterCore::Impl::sync_now() noexcept
 {
-    const std::error_code ec = appender.sync_all();
+    std::error_code ec = sink && sinks_started ? sink->sync() : std::error_code{};
+    if (const std::error_code p = sinks_started ? paths.sync() : std::error_code{}; p && !ec)
+        ec = p;
     last_sync = clock::now();
     unsynced = false;
     if (ec && log_worthy(++sync_failures))

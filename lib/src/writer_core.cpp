@@ -58,7 +58,6 @@ WriterCore::Impl::Impl(WriterCore& core)
       strand(asio::make_strand(core.ex_)),
       wake_timer(strand),
       close_timer(strand),
-      appender(core.opts_.file_io, 64, core.opts_.file_mode),
       poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
                                                   std::max<std::size_t>(core.opts_.batch_records, 1)))
 {
@@ -85,8 +84,7 @@ WriterCore::Impl::~Impl()
     }
     // No I/O task runs any more (each keeps the core alive): a writer destroyed without
     // async_close(), or whose close timed out, still gives its file its final name.
-    appender.close_all();
-    seal_main(false);
+    close_sinks(false);
 }
 
 void WriterCore::Impl::log(LogLevel level, std::string_view msg) const noexcept
@@ -102,7 +100,8 @@ void WriterCore::Impl::log(LogLevel level, std::string_view msg) const noexcept
 WriterCore::WriterCore(asio::any_io_executor ex, WriterOptions opts)
     : opts_(std::move(opts)), ex_(std::move(ex))
 {
-    if (opts_.directory.empty()) state_.store(State::inert, std::memory_order_relaxed);
+    // No directory and no sink: nowhere to write.
+    if (opts_.directory.empty() && !opts_.sink) state_.store(State::inert, std::memory_order_relaxed);
     impl_ = std::make_unique<Impl>(*this);
 }
 
@@ -114,9 +113,11 @@ void WriterCore::start(const std::function<void()>& before_drain)
     if (!state_.compare_exchange_strong(expected, State::running, std::memory_order_acq_rel))
         return;  // inert, disabled, closed, or already started
     std::error_code ec;
-    std::filesystem::create_directories(opts_.directory, ec);
-    if (!ec && !std::filesystem::is_directory(opts_.directory, ec))
-        ec = std::make_error_code(std::errc::not_a_directory);
+    if (!opts_.directory.empty()) {  // a writer with a sink may have none
+        std::filesystem::create_directories(opts_.directory, ec);
+        if (!ec && !std::filesystem::is_directory(opts_.directory, ec))
+            ec = std::make_error_code(std::errc::not_a_directory);
+    }
     if (ec) {
         impl_->log(LogLevel::error, fmt::format("Disabling {} JSONL output: {} ({})",
                                                 opts_.subject, ec.message(),
@@ -128,20 +129,29 @@ void WriterCore::start(const std::function<void()>& before_drain)
     }
     const std::string host = host_name();
     Impl& d = *impl_;
-    d.file_io = opts_.file_io ? opts_.file_io : posix_file_io();
-    d.open_suffix = opts_.open_suffix.value_or(
-        opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 ? ".open" : "");
-    d.main_rotating = opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 ||
-                      !d.open_suffix.empty();
-    if (d.main_rotating) {
-        d.main_prefix = fmt::format("{}-{}-{}-", opts_.stem, host, ::getpid());
-        d.name_main(0, std::time(nullptr));
-        file_path_ = d.main.final_path;
-        d.seal_stale();
-    } else {
-        file_path_ = opts_.directory /
-                     fmt::format("{}-{}-{}-{}.jsonl", opts_.stem, host, ::getpid(), utc_stamp());
+    SinkContext ctx{opts_.directory, opts_.stem,      opts_.subject, host,
+                    ::getpid(),      opts_.durability, opts_.file_io ? opts_.file_io : posix_file_io(),
+                    opts_.file_mode, opts_.log};
+    d.sink = opts_.sink ? opts_.sink
+                        : std::make_shared<FileSink>(FileSinkOptions{
+                              opts_.rotate_bytes, opts_.rotate_interval, opts_.open_suffix});
+    d.file_sink = dynamic_cast<FileSink*>(d.sink.get());
+    ec = d.sink->start(ctx);
+    if (!ec) {
+        SinkContext paths_ctx = ctx;
+        paths_ctx.directory.clear();  // append(path, …) names its files itself
+        ec = d.paths.start(paths_ctx);
     }
+    if (ec) {
+        impl_->log(LogLevel::error, fmt::format("Disabling {} JSONL output: {} ({})",
+                                                opts_.subject, ec.message(),
+                                                d.sink->describe({})));
+        state_.store(State::disabled, std::memory_order_release);
+        if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
+        return;
+    }
+    d.sinks_started = true;
+    if (d.file_sink) file_path_ = d.file_sink->path();
     writer_id_ = fmt::format("{}-{}-{}", host, ::getpid(), next_generation());
     if (opts_.envelope) {
         LineBuffer b;
@@ -226,18 +236,32 @@ void WriterCore::on_unexpected(Stage stage, std::string_view what) noexcept
 }
 AppendResult WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
-    return impl_->append(path, lines);
+    return impl_->write_to(impl_->paths, path.native(), lines);
 }
 
-AppendResult WriterCore::append_main(const Lines& lines) noexcept
+AppendResult WriterCore::write_lines(std::string_view key, const Lines& lines) noexcept
 {
-    return impl_->append_main(lines);
+    Impl& d = *impl_;
+    if (!d.sinks_started) {  // after close's last hook: nowhere to write
+        AppendResult r;
+        r.ec = std::make_error_code(std::errc::bad_file_descriptor);
+        r.records_failed = lines.records;
+        d.tally.write_error += lines.records;
+        return r;
+    }
+    return d.write_to(*d.sink, key, lines);
 }
 
 AppendResult WriterCore::settle(const Lines& lines, std::uint64_t delivered,
                                 std::uint64_t failed, std::uint64_t delivered_bytes) noexcept
 {
     return impl_->settle(lines, delivered, failed, delivered_bytes);
+}
+
+std::vector<std::filesystem::path> WriterCore::files() const
+{
+    // The sink is set by start() before anything else of the writer runs, then never again.
+    return impl_->sink ? impl_->sink->files() : std::vector<std::filesystem::path>{};
 }
 
 }  // namespace jsonlw::detail

@@ -6,7 +6,7 @@
 //   io_thread.cpp    the I/O thread's tasks: a step of batches, the final close, fsyncs
 //   accounting.cpp   where a record is counted (written, dropped, unknown), stats(), the
 //                    rate-limited logs of each reason
-//   rotation.cpp     the default layout's file: naming, the open suffix, rotation, reopen
+//   sink_io.cpp      the writer's sink and path appends: counting what they report
 //   waiters.cpp      flush, reopen and close waiters; the close timeout; async_*_impl
 //   space_wait.cpp   Overflow::block: producers waiting for room
 //   parallel_serialize.cpp  serializer_threads: the helpers, a unit's records serialized ahead
@@ -14,8 +14,10 @@
 
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/error.hpp>
+#include <jsonlw/sinks/file_sink.hpp>
+#include <jsonlw/sinks/partitioned_file_sink.hpp>
 
-#include "file_append.hpp"
+#include "host_names.hpp"
 #include "serializer_pool.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -50,10 +52,6 @@ using clock = std::chrono::steady_clock;
 
 // Logged at the first occurrence, then every 1000th.
 inline bool log_worthy(std::uint64_t nth) noexcept { return nth == 1 || nth % 1000 == 0; }
-
-// This machine's name ("localhost" when it has none), and `now` as YYYYMMDDTHHMMSSZ (UTC).
-std::string host_name();
-std::string utc_stamp(std::time_t now = std::time(nullptr));
 
 // The memory of the wake-up a producer posts: one slot owned by the writer, so a wake-up
 // allocates nothing on the producer's thread. A second wake-up while the first is still
@@ -113,7 +111,7 @@ struct WriterCore::Impl {
     void leave() noexcept { life->leave(); }
 
     // --- hops between the strand and the I/O thread ---
-    enum class IoTask { step, finalize, sync, idle, reopen, rotate_age };
+    enum class IoTask { step, finalize, sync, reopen, tick };
     struct Guard {
         Impl& d;
         bool ok;
@@ -148,33 +146,19 @@ struct WriterCore::Impl {
 
     // --- accounting.cpp (I/O thread; publish() ends each batch) ---
     void publish(std::size_t n) noexcept;
-    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
     AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
                         std::uint64_t delivered_bytes) noexcept;
-    static std::uint64_t lines_touched(std::string_view bytes, std::uint64_t landed) noexcept;
     void on_malformed(std::string_view what) noexcept;
     void on_unexpected(Stage stage, std::string_view what) noexcept;
     void log_unexpected(Stage stage, std::string_view what) noexcept;
     void log_queue_drops() noexcept;  // any thread (the I/O thread, the strand)
 
-    // --- rotation.cpp (I/O thread; set up by start()) ---
-    struct MainFile {
-        std::uint64_t index = 0;
-        std::filesystem::path final_path, open_path;
-        bool created = false;  // an append opened it: it exists on disk
-        bool sealed = false;   // closed for good (close, or the writer's end)
-        std::uint64_t size = 0;
-        clock::time_point opened{};
-    };
-    void name_main(std::uint64_t index, std::time_t when);
-    void list_file(const std::filesystem::path& p, bool replace_last);
-    std::error_code close_main(bool durable) noexcept;
-    std::error_code rotate_main() noexcept;
-    void seal_main(bool durable) noexcept;
-    void seal_stale() noexcept;
+    // --- sink_io.cpp (I/O thread; the sinks set up by start()) ---
+    // Hands `lines` to `to` under `key` and counts what it reports.
+    AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
     void reopen_io() noexcept;
-    AppendResult append_main(const Lines& lines) noexcept;
-    AppendResult append_current(const Lines& lines) noexcept;
+    void close_sinks(bool durable) noexcept;
+    std::optional<clock::time_point> sink_tick() const noexcept;
 
     // --- waiters.cpp (strand) ---
     void complete_flushes(std::uint64_t resolved_upto, error_code ec);
@@ -216,8 +200,12 @@ struct WriterCore::Impl {
     // serializer_threads > 1 (and a writer that allows it): the helpers. Made by start().
     std::unique_ptr<SerializerPool> pool;
 
-    // I/O thread only.
-    FileAppender appender;
+    // The writer's destination (opts.sink, or a FileSink made by start()); paths: the
+    // files a write_batch() override names. I/O thread, but for files().
+    std::shared_ptr<LineSink> sink;
+    FileSink* file_sink = nullptr;  // sink, when it is a FileSink (file_path(), files_closed)
+    PartitionedFileSink paths;
+    bool sinks_started = false;
     const std::uint64_t poll_wake_records;  // see maybe_wake()
     // Free slots that wake Overflow::block producers (a quarter of the queue, at least 1).
     const std::size_t space_wake_free = std::max<std::size_t>(1, self.opts_.queue_capacity / 4);
@@ -243,19 +231,10 @@ struct WriterCore::Impl {
     // Guard for the typed writer's lifetime.
     std::shared_ptr<Life> life = std::make_shared<Life>();
     std::optional<clock::time_point> fsync_due_io;  // I/O task -> strand, via the hop
-    std::optional<clock::time_point> rotate_due_io;  // likewise
+    std::optional<clock::time_point> tick_due_io;   // likewise: the sink's next tick()
 
-    // The default layout's file (I/O thread; set up by start()).
-    std::shared_ptr<FileIo> file_io;
-    bool main_rotating = false;
-    std::string main_prefix;  // <stem>-<host>-<pid>-
-    std::string open_suffix;
-    MainFile main;
-    std::atomic<std::uint64_t> files_closed{0};
     std::atomic<bool> reopen_requested{false};
     std::error_code reopen_ec;  // the last reopen's, I/O task -> strand
-    mutable std::mutex files_mu;
-    std::vector<std::filesystem::path> file_list;  // under files_mu
     std::atomic<bool> shutting_down{false};
     std::atomic<std::size_t> discarded_at_shutdown{0};
 
@@ -269,9 +248,8 @@ struct WriterCore::Impl {
     std::atomic<bool> drain_running{false};
     bool closing = false;
     bool finished = false;
-    std::optional<clock::time_point> rotate_due;
+    std::optional<clock::time_point> tick_due;
     std::vector<asio::any_completion_handler<void(error_code)>> reopen_waiters;
-    bool active_since_idle = false;
     std::optional<clock::time_point> empty_since;  // when the drain first found the queue empty
     // Lingering or polling: the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at{0};

@@ -14,8 +14,7 @@
 #pragma once
 
 #include <jsonlw/append_result.hpp>
-#include <jsonlw/detail/bounded_ring.hpp>
-#include <jsonlw/detail/full_queue.hpp>
+#include <jsonlw/detail/record_engine.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/lines.hpp>
@@ -45,21 +44,15 @@
 namespace jsonlw {
 
 template <class Record>
-class JsonlRecordWriter : private detail::QueueHooks {
+class JsonlRecordWriter {
 public:
     using record_type = Record;
 
     // Reads the options once; allocates the queue. Creates nothing on disk until start().
     JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts)
         : core_(std::make_shared<detail::WriterCore>(std::move(ex), std::move(opts))),
-          ring_(core_->options().queue_capacity)
+          engine_(core_, *this)
     {
-        core_->bind(this);
-        // A unit holds up to serializer_threads batches (see WriterOptions).
-        const std::size_t unit = std::clamp<std::size_t>(core_->options().serializer_threads, 1, 64);
-        staging_.reserve(core_->options().batch_records * unit);
-        if (core_->options().envelope) staging_seq_.reserve(core_->options().batch_records * unit);
-        batch_ends_.reserve(unit);
     }
     JsonlRecordWriter(const JsonlRecordWriter&) = delete;
     JsonlRecordWriter& operator=(const JsonlRecordWriter&) = delete;
@@ -80,23 +73,7 @@ public:
 
     // Never blocks (but under Overflow::block, where it waits at most block_timeout); takes
     // no lock, makes no system call, allocates nothing beyond moving the record.
-    SubmitResult submit(Record rec)
-    {
-        if (!core_->accepting()) [[unlikely]]
-            return refused();
-        std::uint64_t pos;
-        switch (ring_.try_push(rec, pos)) {
-        case Ring::Push::ok:
-            core_->after_push(pos);
-            return SubmitResult::accepted;
-        case Ring::Push::closed:
-            core_->count_closed();
-            return SubmitResult::closed;
-        case Ring::Push::full:
-            break;
-        }
-        return on_full(rec);
-    }
+    SubmitResult submit(Record rec) { return engine_.submit(rec); }
 
     // Like submit(), but the record is built in its queue cell from `args` — no temporary
     // to move. Needs a constructor that cannot throw; when the queue is full, the record is
@@ -105,22 +82,7 @@ public:
         requires std::is_nothrow_constructible_v<Record, Args&&...>
     SubmitResult emplace(Args&&... args)
     {
-        if (!core_->accepting()) [[unlikely]]
-            return refused();
-        std::uint64_t pos;
-        const auto make = [&](void* at) noexcept { ::new (at) Record(std::forward<Args>(args)...); };
-        switch (ring_.try_push_with(make, pos)) {
-        case Ring::Push::ok:
-            core_->after_push(pos);
-            return SubmitResult::accepted;
-        case Ring::Push::closed:
-            core_->count_closed();
-            return SubmitResult::closed;
-        case Ring::Push::full:
-            break;
-        }
-        Record rec(std::forward<Args>(args)...);
-        return on_full(rec);
+        return engine_.emplace(std::forward<Args>(args)...);
     }
 
     // Like submit(), but under Overflow::block it waits for room without blocking its thread
@@ -129,9 +91,7 @@ public:
     auto async_submit(Record rec, Token&& token)
     {
         return boost::asio::async_initiate<Token, void(SubmitResult)>(
-            [this](auto handler, Record r) {
-                async_submit_impl(std::move(r), std::move(handler));
-            },
+            [this](auto handler, Record r) { engine_.async_submit(std::move(r), std::move(handler)); },
             token, std::move(rec));
     }
 
@@ -204,12 +164,14 @@ protected:
     // logged); any other exception drops it as unexpected.
     virtual void serialize(const Record& rec, JsonLine& line) = 0;
 
-    // Where a batch's lines go. The default appends them to file_path(). An override groups
-    // the records, calls serialize_batch() per group and append() per group; every record
-    // must end up in exactly one of them (a record neither produces counts as unexpected).
+    // Where a batch's lines go. The default sends them to the writer's sink
+    // (WriterOptions::sink; by default a FileSink, the file file_path() names). An override
+    // groups the records, calls serialize_batch() per group and write_lines() (the sink,
+    // under a key) or append() (a file it names) per group; every record must end up in
+    // exactly one of them (a record neither produces counts as unexpected).
     virtual void write_batch(std::span<const Record> batch)
     {
-        core_->append_main(serialize_batch(batch));
+        core_->write_lines({}, serialize_batch(batch));
     }
 
     // Which other exceptions from serialize() mean "cannot be represented" (default none).
@@ -233,11 +195,7 @@ protected:
     virtual void begin_chunk(std::span<const Record> chunk) noexcept { (void)chunk; }
     // Whether `rec`, one of the batch's records, was already serialized ahead (write_batch()
     // then needs no batch-wide preparation of its own for it). I/O thread.
-    bool preserialized(const Record& rec) const noexcept
-    {
-        const std::size_t i = staged_index(rec);
-        return i != not_staged && core_->serial_cache().find(i) != nullptr;
-    }
+    bool preserialized(const Record& rec) const noexcept { return engine_.preserialized(rec); }
 
     // Called on the I/O thread after a unit's write_batch() calls, with its records, just
     // before they are destroyed: a writer whose producers fill records' buffers may move the
@@ -271,24 +229,16 @@ protected:
     // block or wait for it here (hand blocking work to a thread of your own). Must not throw.
     virtual void on_close_timed_out() noexcept {}
 
-    // Called on the I/O thread when the writer has been idle for the interval given to
-    // set_idle_interval() (before start()) after writing something: publish state here.
-    virtual void on_idle() {}
-    void set_idle_interval(std::chrono::milliseconds interval) noexcept
-    {
-        core_->set_idle_interval(interval);
-    }
-
     // Serializes a group with the shared malformed accounting. The result stays valid until
     // the next call. I/O thread only. The pointer form serves layouts that group records
     // which are not adjacent in the batch (a file per kind, say).
     Lines serialize_batch(std::span<const Record> group)
     {
-        return serialize_each(group, [](const Record& r) -> const Record& { return r; });
+        return engine_.serialize_batch(group, [](const Record& r) -> const Record& { return r; });
     }
     Lines serialize_batch(std::span<const Record* const> group)
     {
-        return serialize_each(group, [](const Record* r) -> const Record& { return *r; });
+        return engine_.serialize_batch(group, [](const Record* r) -> const Record& { return *r; });
     }
 
     // Appends complete lines to `path` (created with its parents; descriptor kept open, one
@@ -298,6 +248,14 @@ protected:
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept
     {
         return core_->append(path, lines);
+    }
+
+    // Sends complete lines to the writer's sink under `key` (a PartitionedFileSink's file,
+    // relative to the directory; ignored by a FileSink), counted from what the sink reports
+    // as append() counts. I/O thread only.
+    AppendResult write_lines(std::string_view key, const Lines& lines) noexcept
+    {
+        return core_->write_lines(key, lines);
     }
 
     // For a write_batch whose lines go somewhere other than a file (a message broker, a
@@ -323,227 +281,11 @@ protected:
     }
 
 private:
-    using Ring = detail::BoundedRing<Record>;
-
-    static constexpr std::size_t not_staged = static_cast<std::size_t>(-1);
-    // The staging index of `rec`; not_staged when it is not one of the unit's records (a
-    // group an override built elsewhere).
-    std::size_t staged_index(const Record& rec) const noexcept
-    {
-        const auto at = reinterpret_cast<std::uintptr_t>(&rec);
-        const auto first = reinterpret_cast<std::uintptr_t>(staging_.data());
-        if (at < first) return not_staged;
-        const std::size_t i = (at - first) / sizeof(Record);
-        return i < staging_.size() ? i : not_staged;
-    }
-    // The envelope "seq" of a staged record; nullptr when `rec` is not one of the unit's.
-    const std::uint64_t* staged_seq(const Record& rec) const noexcept
-    {
-        const std::size_t i = staged_index(rec);
-        return i < staging_seq_.size() ? &staging_seq_[i] : nullptr;
-    }
-
-    // Serializes `rec` as one line at the end of `buf` (the envelope around it when set).
-    // On failure `buf` is as before and fail(outcome, what) says why, inside the handler.
-    template <class Fail>
-    detail::Serialized serialize_into(const Record& rec, const std::uint64_t* seq,
-                                      LineBuffer& buf, Fail fail) noexcept
-    {
-        const std::size_t at = buf.size();
-        try {
-            const bool envelope = core_->options().envelope;
-            if (envelope) core_->envelope_open(buf, seq);
-            const std::size_t body = buf.size();
-            JsonLine line(buf);
-            serialize(rec, line);
-            if (line.view().empty()) throw MalformedRecord("serialize() wrote nothing");
-            if (envelope) core_->envelope_close(buf, body);
-            buf.push_back('\n');
-            return line.sanitized() ? detail::Serialized::sanitized_line
-                                    : detail::Serialized::line;
-        } catch (const MalformedRecord& e) {
-            buf.resize(at);
-            fail(detail::Serialized::malformed, e.what());
-            return detail::Serialized::malformed;
-        } catch (const std::exception& e) {
-            buf.resize(at);
-            const auto kind = malformed_error(e) ? detail::Serialized::malformed
-                                                 : detail::Serialized::unexpected;
-            fail(kind, e.what());
-            return kind;
-        } catch (...) {
-            buf.resize(at);
-            fail(detail::Serialized::unexpected, "unknown exception");
-            return detail::Serialized::unexpected;
-        }
-    }
-
-    template <class Range, class Deref>
-    Lines serialize_each(const Range& group, Deref deref)
-    {
-        LineBuffer& buf = core_->line_buffer();
-        buf.clear();
-        Lines out;
-        const detail::SerialCache& cache = core_->serial_cache();
-        const auto count_failure = [this](detail::Serialized kind, std::string_view what) {
-            if (kind == detail::Serialized::malformed) core_->on_malformed(what);
-            else core_->on_unexpected(detail::Stage::serialize, what);
-        };
-        for (const auto& item : group) {
-            const Record& rec = deref(item);
-            const detail::SerialEntry* done =
-                cache.active ? cache.find(staged_index(rec)) : nullptr;
-            detail::Serialized outcome;
-            if (done) {  // serialized ahead (serializer_threads): copy or count it, in order
-                outcome = done->outcome;
-                if (outcome == detail::Serialized::line ||
-                    outcome == detail::Serialized::sanitized_line) {
-                    const std::string_view bytes = cache.line(*done);
-                    buf.append(bytes.data(), bytes.data() + bytes.size());
-                } else {
-                    count_failure(outcome, cache.error(*done));
-                }
-            } else {
-                outcome = serialize_into(rec, staged_seq(rec), buf, count_failure);
-            }
-            if (outcome == detail::Serialized::line) ++out.records;
-            else if (outcome == detail::Serialized::sanitized_line) ++out.records, ++out.sanitized;
-        }
-        out.bytes = {buf.data(), buf.size()};
-        return out;
-    }
-
-    SubmitResult refused() noexcept
-    {
-        if (core_->state() == detail::WriterCore::State::closed) {
-            core_->count_closed();
-            return SubmitResult::closed;
-        }
-        return SubmitResult::disabled;
-    }
-
-    SubmitResult on_full(Record& rec) { return detail::FullQueue<Record>::submit(*core_, ring_, rec); }
-
-    void async_submit_impl(Record rec,
-                           boost::asio::any_completion_handler<void(SubmitResult)> handler)
-    {
-        if (core_->options().overflow != Overflow::block || !core_->accepting()) {
-            const SubmitResult r = submit(std::move(rec));
-            boost::asio::post(core_->executor(), boost::asio::append(std::move(handler), r));
-            return;
-        }
-        detail::FullQueue<Record>::submit_async(core_, ring_, std::move(rec), std::move(handler));
-    }
-
-    // --- detail::QueueHooks ---
-    std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept override
-    {
-        std::size_t bytes = 0;
-        const bool envelope = core_->options().envelope;
-        // The envelope's seq: queue position + refusals so far (read once per batch: the sum
-        // stays strictly increasing, and refused records become gaps like dropped ones).
-        const std::uint64_t refused = envelope ? core_->queue_full_count() : 0;
-        // staging_ (and staging_seq_) hold batch_records already: push_back does not
-        // allocate (nor throw).
-        const auto take = [&](Record&& r, std::uint64_t pos) noexcept {
-            bytes += record_bytes(r);
-            staging_.push_back(std::move(r));
-            if (envelope) staging_seq_.push_back(pos + refused);
-        };
-        const std::size_t before = staging_.size();
-        while (staging_.size() - before < max_records && bytes < max_bytes &&
-               ring_.try_pop_into(take)) {
-        }
-        if (staging_.size() > before) batch_ends_.push_back(staging_.size());
-        return staging_.size() - before;
-    }
-    void write_staged() noexcept override
-    {
-        core_->preserialize(staging_.size());
-        std::size_t begin = 0;
-        for (const std::size_t end : batch_ends_) {
-            try {
-                write_batch(std::span<const Record>(staging_.data() + begin, end - begin));
-            } catch (const std::exception& e) {
-                core_->on_unexpected(detail::Stage::write, e.what());
-            } catch (...) {
-                core_->on_unexpected(detail::Stage::write, "unknown exception");
-            }
-            begin = end;
-        }
-        recycle(std::span<Record>(staging_));
-        core_->end_unit();
-        staging_.clear();
-        staging_seq_.clear();
-        batch_ends_.clear();
-    }
-    void serialize_chunk(detail::SerialChunk& chunk, std::uint32_t chunk_index,
-                         detail::SerialEntry* entries) noexcept override
-    {
-        begin_chunk(std::span<const Record>(staging_.data() + chunk.first, chunk.count));
-        LineBuffer& buf = chunk.bytes;
-        for (std::size_t i = chunk.first; i < chunk.first + chunk.count; ++i) {
-            detail::SerialEntry& e = entries[i];
-            e.chunk = chunk_index;
-            e.begin = static_cast<std::uint32_t>(buf.size());
-            e.outcome = serialize_into(
-                staging_[i], i < staging_seq_.size() ? &staging_seq_[i] : nullptr, buf,
-                [&](detail::Serialized, std::string_view what) {
-                    // The message, counted later on the I/O thread; begin indexes it.
-                    e.begin = static_cast<std::uint32_t>(chunk.errors.size());
-                    try {
-                        chunk.errors.emplace_back(what);
-                    } catch (...) {
-                        e.begin = detail::SerialEntry::no_message;
-                    }
-                });
-            e.end = e.outcome == detail::Serialized::line ||
-                            e.outcome == detail::Serialized::sanitized_line
-                        ? static_cast<std::uint32_t>(buf.size())
-                        : 0;
-        }
-    }
-    bool serializes_concurrently() const noexcept override { return concurrent_serialize(); }
-    void closing_io() noexcept override
-    {
-        try {
-            on_close();
-        } catch (const std::exception& e) {
-            core_->on_unexpected(detail::Stage::write, e.what());
-        } catch (...) {
-            core_->on_unexpected(detail::Stage::write, "unknown exception");
-        }
-    }
-    void idle_io() noexcept override
-    {
-        try {
-            on_idle();
-        } catch (const std::exception& e) {
-            core_->on_unexpected(detail::Stage::write, e.what());
-        } catch (...) {
-            core_->on_unexpected(detail::Stage::write, "unknown exception");
-        }
-    }
-    void close_timed_out() noexcept override { on_close_timed_out(); }
-    std::size_t discard_queued() noexcept override
-    {
-        std::size_t n = 0;
-        while (ring_.consumed() < ring_.claimed()) {
-            if (ring_.try_pop_into([](Record&&) noexcept {})) ++n;
-        }
-        return n;
-    }
-    std::uint64_t claimed() const noexcept override { return ring_.claimed(); }
-    std::uint64_t consumed() const noexcept override { return ring_.consumed(); }
-    std::uint64_t close_intake() noexcept override { return ring_.close(); }
-    std::size_t queued() const noexcept override { return ring_.size(); }
+    friend class detail::RecordEngine<Record>;
 
     std::shared_ptr<detail::WriterCore> core_;
     std::atomic<bool> close_requested_{false};
-    Ring ring_;
-    std::vector<Record> staging_;            // I/O thread only
-    std::vector<std::uint64_t> staging_seq_;  // their envelope seq numbers, under envelope
-    std::vector<std::size_t> batch_ends_;     // the unit's batches: staging_ end of each
+    detail::RecordEngine<Record> engine_;  // the queue, the staged batches, serialization
 };
 
 }  // namespace jsonlw

@@ -15,6 +15,11 @@
 #include <jsonlw/path_component.hpp>
 #include <jsonlw/raw_json_text.hpp>
 #include <jsonlw/raw_json_writer.hpp>
+#include <jsonlw/sinks/file_sink.hpp>
+#include <jsonlw/sinks/line_sink.hpp>
+#include <jsonlw/sinks/memory_sink.hpp>
+#include <jsonlw/sinks/partitioned_file_sink.hpp>
+#include <jsonlw/sinks/tee_sink.hpp>
 #include <jsonlw/submit_result.hpp>
 #include <jsonlw/utc_time.hpp>
 #include <jsonlw/version.hpp>

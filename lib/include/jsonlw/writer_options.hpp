@@ -5,6 +5,7 @@
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/log.hpp>
 #include <jsonlw/overflow.hpp>
+#include <jsonlw/sinks/line_sink.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -23,8 +24,8 @@ namespace jsonlw {
 // Read once, at construction. Fields are listed in declaration order (designated
 // initializers must follow it).
 struct WriterOptions {
-    // Output directory, created with its parents by start(). Empty: the writer is inert
-    // (every call a cheap no-op, nothing counted, nothing created).
+    // Output directory, created with its parents by start(). Empty, without a `sink`: the
+    // writer is inert (every call a cheap no-op, nothing counted, nothing created).
     std::filesystem::path directory{};
     // File-name stem: the default layout writes <directory>/<stem>-<host>-<pid>-<UTC>.jsonl.
     std::string stem = "records";
@@ -102,6 +103,14 @@ struct WriterOptions {
     // RawJsonWriter, PerfMetricsWriter, RawOutputWriter); any other logs a warning at start()
     // and serializes on its I/O thread. 0 means 1; at most 64.
     std::size_t serializer_threads = 1;
+
+    // --- Where lines go (docs/sinks.md) ---
+    // The writer's destination. Default (null): a FileSink made from directory, stem and
+    // the rotation fields above. Any LineSink — a PartitionedFileSink, a KafkaSink, a
+    // TeeSink of several, a MemorySink in tests — takes every line instead. With a sink the
+    // directory may be empty (the writer is then not inert; a sink that writes files needs
+    // one). One writer per sink.
+    std::shared_ptr<LineSink> sink{};
 };
 
 // Every field of WriterOptions, in order. A writer's own options struct (RawOutputOptions,
@@ -114,16 +123,17 @@ struct WriterOptions {
     X(directory) X(stem) X(subject) X(queue_capacity) X(batch_records) X(batch_bytes)         \
     X(flush_interval) X(overflow) X(block_timeout) X(durability) X(fsync_interval)            \
     X(shutdown_timeout) X(log) X(io_executor) X(file_io) X(file_mode) X(idle_poll)             \
-    X(rotate_bytes) X(rotate_interval) X(open_suffix) X(envelope) X(serializer_threads)
+    X(rotate_bytes) X(rotate_interval) X(open_suffix) X(envelope) X(serializer_threads)       \
+    X(sink)
 
 namespace detail {
 
 // Fails to compile when WriterOptions gains a field that JSONLW_WRITER_OPTIONS_FIELDS does
-// not list (22 names here, one per field).
+// not list (23 names here, one per field).
 inline void writer_options_are_all_listed(const WriterOptions& w) noexcept
 {
     [[maybe_unused]] const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14,
-                                  f15, f16, f17, f18, f19, f20, f21, f22] = w;
+                                  f15, f16, f17, f18, f19, f20, f21, f22, f23] = w;
 }
 
 template <class Opts>

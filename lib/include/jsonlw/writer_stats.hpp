@@ -31,7 +31,7 @@ struct DropCounts {
 struct WriterStats {
     std::uint64_t submitted = 0;  // submit()/async_submit() calls that were counted
     std::uint64_t written = 0;    // records whose line reached the file (fsync'ed, when durable)
-    std::uint64_t batches = 0;    // successful appends
+    std::uint64_t batches = 0;    // groups of lines a sink took at least one record of
     std::uint64_t bytes = 0;      // bytes appended successfully
     std::uint64_t sanitized = 0;  // written records whose invalid UTF-8 was replaced by U+FFFD
     std::uint64_t unknown = 0;    // may or may not be in the file: in an append that failed

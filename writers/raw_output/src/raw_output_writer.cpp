@@ -1,10 +1,13 @@
 // RawOutputWriter's hook side, on the caller's threads: chunks, per-token data and ends taken
 // into the outputs in flight (raw_output_state.cpp, under one mutex), the hook's counters and
-// warnings; and on the I/O thread write_batch, which sends each batch's lines to their hour
-// folders, and recycle. The line each record becomes is raw_output_line.cpp's.
+// warnings; and on the I/O thread write_batch, which sends each batch's lines to the sink
+// under their hour folder's key (a PartitionedFileSink unless the options name another),
+// and recycle. The line each record becomes is raw_output_line.cpp's.
 #include <jsonlw/raw_output_writer.hpp>
 
 #include "raw_output_state.hpp"
+
+#include <jsonlw/sinks/partitioned_file_sink.hpp>
 
 #include <fmt/format.h>
 
@@ -35,6 +38,10 @@ WriterOptions writer_options(const RawOutputOptions& o)
     apply_writer_options(o, w);  // every field RawOutputOptions offers, by name
     w.stem = "raw";
     w.subject = "raw output";
+    // The hour folders: each group's key is "<UTC hour>/raw-<pid>.jsonl". No directory:
+    // recording is off, whatever the sink.
+    if (w.directory.empty()) w.sink.reset();
+    else if (!w.sink) w.sink = std::make_shared<PartitionedFileSink>();
     return w;
 }
 
@@ -281,15 +288,19 @@ void RawOutputWriter::write_batch(std::span<const RawOutputRecord> batch)
     if (batch.empty()) return;
     using std::chrono::floor;
     using std::chrono::hours;
-    const auto path_for = [this](WallClock::time_point tp) {
-        return options().directory / utc_hour(tp) / state_->file_name;
+    std::string key;
+    const auto key_for = [&](WallClock::time_point tp) -> const std::string& {
+        key = utc_hour(tp);
+        key += '/';
+        key += state_->file_name;
+        return key;
     };
     const auto first = floor<hours>(batch.front().finished_at);
     const bool one_hour = std::all_of(batch.begin(), batch.end(), [first](const auto& r) {
         return floor<hours>(r.finished_at) == first;
     });
     if (one_hour) {
-        this->append(path_for(batch.front().finished_at), this->serialize_batch(batch));
+        this->write_lines(key_for(batch.front().finished_at), this->serialize_batch(batch));
         return;
     }
     // Records that straddle an hour: one group per hour, in order of first appearance.
@@ -304,8 +315,8 @@ void RawOutputWriter::write_batch(std::span<const RawOutputRecord> batch)
         g->second.push_back(&r);
     }
     for (const auto& [h, group] : groups)
-        this->append(path_for(group.front()->finished_at),
-                     this->serialize_batch(std::span<const RawOutputRecord* const>(group)));
+        this->write_lines(key_for(group.front()->finished_at),
+                          this->serialize_batch(std::span<const RawOutputRecord* const>(group)));
 }
 
 void RawOutputWriter::recycle(std::span<RawOutputRecord> records) noexcept

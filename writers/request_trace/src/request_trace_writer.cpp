@@ -1,4 +1,5 @@
 #include <jsonlw/request_trace_writer.hpp>
+#include <jsonlw/sinks/partitioned_file_sink.hpp>
 
 #include "trace_accounting.hpp"
 
@@ -67,6 +68,10 @@ WriterOptions base_options(const RequestTraceOptions& o)
     w.subject = "request trace";
     w.batch_records = RequestTraceWriter::batch_records;
     w.durability = o.durable ? Durability::fsync_batch : Durability::none;
+    // The hour folders: each group's key is "<UTC hour>/<requests|responses><suffix>.jsonl".
+    // No directory: the writer is inert, whatever the sink.
+    if (w.directory.empty()) w.sink.reset();
+    else if (!w.sink) w.sink = std::make_shared<PartitionedFileSink>();
     return w;
 }
 
@@ -346,12 +351,11 @@ void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
         const std::string rel = fmt::format("{}/{}", utc_hour(g.hour), d.file_name(g.kind));
         const Lines lines = serialize_batch(
             std::span<const RequestTraceRecord* const>(g.records.data(), g.records.size()));
-        const std::filesystem::path path = d.directory / rel;
         g.records.clear();
         if (lines.records == 0) continue;  // every record of the group was malformed
         // The base isolates a torn tail with '\n' (r.isolated_fragment) and classifies the
         // lines of a failed append; the sidecar mirrors both.
-        const AppendResult r = append(path, lines);
+        const AppendResult r = write_lines(rel, lines);
         d.delta.written += r.records_written;
         d.delta.unknown += r.records_unknown;
         d.delta.write_error += r.records_failed;

@@ -1,5 +1,6 @@
 // The record-type-independent part of JsonlRecordWriter, compiled once in libjsonlw: state,
-// counters, logs, the drain coroutine, the I/O thread, file appends, flush and close.
+// counters, logs, the drain coroutine, the I/O thread, flush and close. Where lines go is
+// the writer's LineSink (jsonlw/sinks/).
 #pragma once
 
 #include <jsonlw/append_result.hpp>
@@ -46,8 +47,6 @@ public:
     virtual bool serializes_concurrently() const noexcept = 0;
     // I/O thread, once, when close has written everything queued (before the final fsync).
     virtual void closing_io() noexcept = 0;
-    // I/O thread, when the writer has been idle for idle_interval after writing something.
-    virtual void idle_io() noexcept = 0;
     // The strand, once, when close ran out of time (queued records counted as shutdown, the
     // batch in flight as unknown): the I/O thread may still be inside that batch's append.
     virtual void close_timed_out() noexcept = 0;
@@ -77,11 +76,6 @@ public:
     // `before_drain` runs on the caller's thread once the directory exists, just before the
     // drain starts (the subclass's on_start()).
     void start(const std::function<void()>& before_drain = {});
-    // Before start(): how long an idle writer waits before idle_io() (0: never).
-    void set_idle_interval(std::chrono::milliseconds interval) noexcept
-    {
-        idle_interval_ = interval;
-    }
     // The typed writer's destructor: stop intake, wait for a running batch, discard the rest
     // (counted as shutdown). No hook is called after it returns.
     void shutdown() noexcept;
@@ -137,10 +131,10 @@ public:
     const SerialCache& serial_cache() const noexcept { return serial_; }
     void on_malformed(std::string_view what) noexcept;
     void on_unexpected(Stage stage, std::string_view what) noexcept;
+    // Appends to a file named by the caller (a write_batch() override's layout).
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
-    // The default layout: appends to the current file, rotating it first when due (and
-    // splitting `lines` at line boundaries under rotate_bytes).
-    AppendResult append_main(const Lines& lines) noexcept;
+    // Sends lines to the writer's sink under `key` (empty for its one destination).
+    AppendResult write_lines(std::string_view key, const Lines& lines) noexcept;
     // WriterOptions::envelope, around serialize(): open writes {"seq":N,"writer":"…" (no
     // seq when `seq` is null) at the end of `buf`; close joins it with the record's object,
     // which begins at `body` (the first byte after it) — or throws MalformedRecord when the
@@ -170,7 +164,6 @@ private:
     std::filesystem::path file_path_;
     std::string writer_id_;
     std::string envelope_writer_;  // ,"writer":"<id>" (escaped once, at start)
-    std::chrono::milliseconds idle_interval_{0};
     LineBuffer line_buffer_;
     SerialCache serial_;             // I/O thread (filled by the serializers in preserialize())
     std::size_t unit_batches_ = 1;   // set by start()

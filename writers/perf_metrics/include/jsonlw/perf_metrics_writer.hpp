@@ -68,6 +68,9 @@ struct PerfMetricsOptions {
     std::chrono::microseconds idle_poll{1000};
     // Threads that serialize records (default 1: the I/O thread; see WriterOptions).
     std::size_t serializer_threads = 1;
+    // Where lines go (default: the file TensorRT-LLM's writer writes; a KafkaSink, a TeeSink
+    // of a file and Kafka, ... see docs/sinks.md). The directory is still needed.
+    std::shared_ptr<LineSink> sink{};
 
     // Set by PerfMetricsWriter itself: the directory is a constructor argument, the stem
     // comes from the kind, and the sizes are TensorRT-LLM's constants (queue 1024, batch 64,

@@ -57,6 +57,9 @@ struct RawOutputOptions {
     mode_t file_mode = 0640;                       // permission bits of the files it creates
     std::chrono::microseconds idle_poll{1000};     // as WriterOptions::idle_poll
     std::size_t serializer_threads = 1;            // as WriterOptions::serializer_threads
+    // Where lines go (default: a PartitionedFileSink, the hour folders). Any sink gets each
+    // group's key, "<UTC hour>/raw-<pid>.jsonl" (docs/sinks.md).
+    std::shared_ptr<LineSink> sink{};
 
     // WriterOptions fields the writer sets itself: its layout (hour folders, raw-<pid>.jsonl)
     // fixes stem and subject and has no rotation.

@@ -63,6 +63,10 @@ struct RequestTraceOptions {
     std::size_t batch_bytes = std::size_t{1} << 20;  // a batch stops growing at this size
     mode_t file_mode = 0640;                      // of the files it creates, before the umask
     std::chrono::microseconds idle_poll{1000};    // an idle drain's polling before it parks
+    // Where lines go (default: a PartitionedFileSink, the hour folders). Any sink gets each
+    // group's key, "<UTC hour>/<requests|responses><suffix>.jsonl"; a TeeSink whose first
+    // branch is a PartitionedFileSink keeps the files (and the durable sidecar) as they are.
+    std::shared_ptr<LineSink> sink{};
 
     // Set by the writer itself: its layout (hour folders, requests/responses files) makes
     // stem and rotation meaningless, `durable` decides durability (fsync per batch),

@@ -224,4 +224,41 @@ std::error_code FileAppender::sync_all()
     return first;
 }
 
+namespace {
+
+// Lines any of whose bytes are among the first `landed` of `bytes` (a line cut short counts).
+std::uint64_t lines_touched(std::string_view bytes, std::uint64_t landed) noexcept
+{
+    if (landed == 0) return 0;
+    const std::string_view head = bytes.substr(0, static_cast<std::size_t>(landed));
+    std::uint64_t n = static_cast<std::uint64_t>(std::count(head.begin(), head.end(), '\n'));
+    if (head.back() != '\n') ++n;
+    return n;
+}
+
+}  // namespace
+
+AppendResult append_lines(FileAppender& files, const std::filesystem::path& path,
+                          const Lines& lines, bool sync) noexcept
+{
+    AppendResult r;
+    if (lines.records == 0 && lines.bytes.empty()) return r;
+    try {
+        r = files.append(path, lines.bytes, sync);
+    } catch (...) {
+        r = AppendResult{};
+        r.ec = std::make_error_code(std::errc::io_error);
+        r.records_failed = lines.records;
+        return r;
+    }
+    if (r.ec) {
+        r.records_unknown =
+            std::min<std::uint64_t>(lines_touched(lines.bytes, r.landed), lines.records);
+        r.records_failed = lines.records - r.records_unknown;
+        return r;
+    }
+    r.records_written = lines.records;
+    return r;
+}
+
 }  // namespace jsonlw::detail

@@ -3,6 +3,7 @@
 
 #include <jsonlw/append_result.hpp>
 #include <jsonlw/file_io.hpp>
+#include <jsonlw/lines.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -69,5 +70,11 @@ private:
     std::vector<File> files_;
     std::uint64_t clock_ = 0;
 };
+
+// Appends `lines` to `path` through `files` and says what became of their records: all
+// written; or, on failure, those any of whose bytes landed unknown, the rest failed. Never
+// throws (an exception from the appender counts every record failed, EIO).
+AppendResult append_lines(FileAppender& files, const std::filesystem::path& path,
+                          const Lines& lines, bool sync) noexcept;
 
 }  // namespace jsonlw::detail

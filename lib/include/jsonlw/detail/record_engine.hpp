@@ -1,0 +1,315 @@
+// RecordEngine<Record>: the typed half of a writer's engine — the queue of records, the
+// batches staged from it, serialization into lines (on the I/O thread or the serializer
+// helpers), the full-queue policies — which the record-type-independent WriterCore drives
+// through QueueHooks. Owned by JsonlRecordWriter<Record> (one per writer); submit() and
+// emplace() run on any thread, everything else on the writer's I/O thread or under the
+// core's consumer lock. It calls the writer's encoder (serialize(), record_bytes(), ...)
+// and its write_batch().
+#pragma once
+
+#include <jsonlw/detail/bounded_ring.hpp>
+#include <jsonlw/detail/full_queue.hpp>
+#include <jsonlw/detail/serial_cache.hpp>
+#include <jsonlw/detail/writer_core.hpp>
+#include <jsonlw/json_line.hpp>
+#include <jsonlw/lines.hpp>
+#include <jsonlw/malformed_record.hpp>
+#include <jsonlw/submit_result.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace jsonlw {
+template <class Record>
+class JsonlRecordWriter;
+}
+
+namespace jsonlw::detail {
+
+template <class Record>
+class RecordEngine final : private QueueHooks {
+public:
+    RecordEngine(std::shared_ptr<WriterCore> core, JsonlRecordWriter<Record>& w)
+        : core_(std::move(core)), w_(w), ring_(core_->options().queue_capacity)
+    {
+        core_->bind(this);
+        // A unit holds up to serializer_threads batches (see WriterOptions).
+        const std::size_t unit = std::clamp<std::size_t>(core_->options().serializer_threads, 1, 64);
+        staging_.reserve(core_->options().batch_records * unit);
+        if (core_->options().envelope) staging_seq_.reserve(core_->options().batch_records * unit);
+        batch_ends_.reserve(unit);
+    }
+    RecordEngine(const RecordEngine&) = delete;
+    RecordEngine& operator=(const RecordEngine&) = delete;
+
+    SubmitResult submit(Record& rec)
+    {
+        if (!core_->accepting()) [[unlikely]]
+            return refused();
+        std::uint64_t pos;
+        if (const auto r = pushed(ring_.try_push(rec, pos), pos)) return *r;
+        return FullQueue<Record>::submit(*core_, ring_, rec);
+    }
+
+    template <class... Args>
+    SubmitResult emplace(Args&&... args)
+    {
+        if (!core_->accepting()) [[unlikely]]
+            return refused();
+        std::uint64_t pos;
+        const auto make = [&](void* at) noexcept { ::new (at) Record(std::forward<Args>(args)...); };
+        if (const auto r = pushed(ring_.try_push_with(make, pos), pos)) return *r;
+        Record rec(std::forward<Args>(args)...);
+        return FullQueue<Record>::submit(*core_, ring_, rec);
+    }
+
+    void async_submit(Record rec, boost::asio::any_completion_handler<void(SubmitResult)> handler)
+    {
+        if (core_->options().overflow != Overflow::block || !core_->accepting()) {
+            const SubmitResult r = submit(rec);
+            boost::asio::post(core_->executor(), boost::asio::append(std::move(handler), r));
+            return;
+        }
+        FullQueue<Record>::submit_async(core_, ring_, std::move(rec), std::move(handler));
+    }
+
+    // Serializes a group with the shared malformed accounting (JsonlRecordWriter::
+    // serialize_batch). I/O thread only.
+    template <class Range, class Deref>
+    Lines serialize_batch(const Range& group, Deref deref)
+    {
+        return serialize_each(group, deref);
+    }
+
+    bool preserialized(const Record& rec) const noexcept
+    {
+        const std::size_t i = staged_index(rec);
+        return i != not_staged && core_->serial_cache().find(i) != nullptr;
+    }
+
+private:
+    using Ring = BoundedRing<Record>;
+
+    static constexpr std::size_t not_staged = static_cast<std::size_t>(-1);
+    // The staging index of `rec`; not_staged when it is not one of the unit's records (a
+    // group an override built elsewhere).
+    std::size_t staged_index(const Record& rec) const noexcept
+    {
+        const auto at = reinterpret_cast<std::uintptr_t>(&rec);
+        const auto first = reinterpret_cast<std::uintptr_t>(staging_.data());
+        if (at < first) return not_staged;
+        const std::size_t i = (at - first) / sizeof(Record);
+        return i < staging_.size() ? i : not_staged;
+    }
+    // The envelope "seq" of a staged record; nullptr when `rec` is not one of the unit's.
+    const std::uint64_t* staged_seq(const Record& rec) const noexcept
+    {
+        const std::size_t i = staged_index(rec);
+        return i < staging_seq_.size() ? &staging_seq_[i] : nullptr;
+    }
+
+    // Serializes `rec` as one line at the end of `buf` (the envelope around it when set).
+    // On failure `buf` is as before and fail(outcome, what) says why, inside the handler.
+    template <class Fail>
+    Serialized serialize_into(const Record& rec, const std::uint64_t* seq,
+                                      LineBuffer& buf, Fail fail) noexcept
+    {
+        const std::size_t at = buf.size();
+        try {
+            const bool envelope = core_->options().envelope;
+            if (envelope) core_->envelope_open(buf, seq);
+            const std::size_t body = buf.size();
+            JsonLine line(buf);
+            w_.serialize(rec, line);
+            if (line.view().empty()) throw MalformedRecord("serialize() wrote nothing");
+            if (envelope) core_->envelope_close(buf, body);
+            buf.push_back('\n');
+            return line.sanitized() ? Serialized::sanitized_line
+                                    : Serialized::line;
+        } catch (const MalformedRecord& e) {
+            buf.resize(at);
+            fail(Serialized::malformed, e.what());
+            return Serialized::malformed;
+        } catch (const std::exception& e) {
+            buf.resize(at);
+            const auto kind = w_.malformed_error(e) ? Serialized::malformed
+                                                 : Serialized::unexpected;
+            fail(kind, e.what());
+            return kind;
+        } catch (...) {
+            buf.resize(at);
+            fail(Serialized::unexpected, "unknown exception");
+            return Serialized::unexpected;
+        }
+    }
+
+    template <class Range, class Deref>
+    Lines serialize_each(const Range& group, Deref deref)
+    {
+        LineBuffer& buf = core_->line_buffer();
+        buf.clear();
+        Lines out;
+        const SerialCache& cache = core_->serial_cache();
+        const auto count_failure = [this](Serialized kind, std::string_view what) {
+            if (kind == Serialized::malformed) core_->on_malformed(what);
+            else core_->on_unexpected(Stage::serialize, what);
+        };
+        for (const auto& item : group) {
+            const Record& rec = deref(item);
+            const SerialEntry* done =
+                cache.active ? cache.find(staged_index(rec)) : nullptr;
+            Serialized outcome;
+            if (done) {  // serialized ahead (serializer_threads): copy or count it, in order
+                outcome = done->outcome;
+                if (outcome == Serialized::line ||
+                    outcome == Serialized::sanitized_line) {
+                    const std::string_view bytes = cache.line(*done);
+                    buf.append(bytes.data(), bytes.data() + bytes.size());
+                } else {
+                    count_failure(outcome, cache.error(*done));
+                }
+            } else {
+                outcome = serialize_into(rec, staged_seq(rec), buf, count_failure);
+            }
+            if (outcome == Serialized::line) ++out.records;
+            else if (outcome == Serialized::sanitized_line) ++out.records, ++out.sanitized;
+        }
+        out.bytes = {buf.data(), buf.size()};
+        return out;
+    }
+
+    // A push that went in (or found the queue closed), counted and answered; nullopt when
+    // the queue was full (the overflow policy's turn).
+    std::optional<SubmitResult> pushed(typename Ring::Push p, std::uint64_t pos) noexcept
+    {
+        switch (p) {
+        case Ring::Push::ok: core_->after_push(pos); return SubmitResult::accepted;
+        case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
+        case Ring::Push::full: break;
+        }
+        return std::nullopt;
+    }
+
+    SubmitResult refused() noexcept
+    {
+        if (core_->state() == WriterCore::State::closed) {
+            core_->count_closed();
+            return SubmitResult::closed;
+        }
+        return SubmitResult::disabled;
+    }
+
+    // --- QueueHooks (the core calls them) ---
+    std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept override
+    {
+        std::size_t bytes = 0;
+        const bool envelope = core_->options().envelope;
+        // The envelope's seq: queue position + refusals so far (read once per batch: the sum
+        // stays strictly increasing, and refused records become gaps like dropped ones).
+        const std::uint64_t refused = envelope ? core_->queue_full_count() : 0;
+        // staging_ (and staging_seq_) hold batch_records already: push_back does not
+        // allocate (nor throw).
+        const auto take = [&](Record&& r, std::uint64_t pos) noexcept {
+            bytes += w_.record_bytes(r);
+            staging_.push_back(std::move(r));
+            if (envelope) staging_seq_.push_back(pos + refused);
+        };
+        const std::size_t before = staging_.size();
+        while (staging_.size() - before < max_records && bytes < max_bytes &&
+               ring_.try_pop_into(take)) {
+        }
+        if (staging_.size() > before) batch_ends_.push_back(staging_.size());
+        return staging_.size() - before;
+    }
+    void write_staged() noexcept override
+    {
+        core_->preserialize(staging_.size());
+        std::size_t begin = 0;
+        for (const std::size_t end : batch_ends_) {
+            try {
+                w_.write_batch(std::span<const Record>(staging_.data() + begin, end - begin));
+            } catch (const std::exception& e) {
+                core_->on_unexpected(Stage::write, e.what());
+            } catch (...) {
+                core_->on_unexpected(Stage::write, "unknown exception");
+            }
+            begin = end;
+        }
+        w_.recycle(std::span<Record>(staging_));
+        core_->end_unit();
+        staging_.clear();
+        staging_seq_.clear();
+        batch_ends_.clear();
+    }
+    void serialize_chunk(SerialChunk& chunk, std::uint32_t chunk_index,
+                         SerialEntry* entries) noexcept override
+    {
+        w_.begin_chunk(std::span<const Record>(staging_.data() + chunk.first, chunk.count));
+        LineBuffer& buf = chunk.bytes;
+        for (std::size_t i = chunk.first; i < chunk.first + chunk.count; ++i) {
+            SerialEntry& e = entries[i];
+            e.chunk = chunk_index;
+            e.begin = static_cast<std::uint32_t>(buf.size());
+            e.outcome = serialize_into(
+                staging_[i], i < staging_seq_.size() ? &staging_seq_[i] : nullptr, buf,
+                [&](Serialized, std::string_view what) {
+                    // The message, counted later on the I/O thread; begin indexes it.
+                    e.begin = static_cast<std::uint32_t>(chunk.errors.size());
+                    try {
+                        chunk.errors.emplace_back(what);
+                    } catch (...) {
+                        e.begin = SerialEntry::no_message;
+                    }
+                });
+            e.end = e.outcome == Serialized::line ||
+                            e.outcome == Serialized::sanitized_line
+                        ? static_cast<std::uint32_t>(buf.size())
+                        : 0;
+        }
+    }
+    bool serializes_concurrently() const noexcept override { return w_.concurrent_serialize(); }
+    void closing_io() noexcept override
+    {
+        try {
+            w_.on_close();
+        } catch (const std::exception& e) {
+            core_->on_unexpected(Stage::write, e.what());
+        } catch (...) {
+            core_->on_unexpected(Stage::write, "unknown exception");
+        }
+    }
+    void close_timed_out() noexcept override { w_.on_close_timed_out(); }
+    std::size_t discard_queued() noexcept override
+    {
+        std::size_t n = 0;
+        while (ring_.consumed() < ring_.claimed()) {
+            if (ring_.try_pop_into([](Record&&) noexcept {})) ++n;
+        }
+        return n;
+    }
+    std::uint64_t claimed() const noexcept override { return ring_.claimed(); }
+    std::uint64_t consumed() const noexcept override { return ring_.consumed(); }
+    std::uint64_t close_intake() noexcept override { return ring_.close(); }
+    std::size_t queued() const noexcept override { return ring_.size(); }
+
+
+    std::shared_ptr<WriterCore> core_;
+    JsonlRecordWriter<Record>& w_;
+    Ring ring_;
+    std::vector<Record> staging_;            // I/O thread only
+    std::vector<std::uint64_t> staging_seq_;  // their envelope seq numbers, under envelope
+    std::vector<std::size_t> batch_ends_;     // the unit's batches: staging_ end of each
+};
+
+}  // namespace jsonlw::detail

@@ -1,0 +1,84 @@
+// LineSink: where a writer's lines go — a file, a folder of files, a broker, several of them.
+// The writer's engine owns the queue, the batches, the I/O thread and the counting; its
+// encoder turns records into lines; a sink only takes groups of complete lines and says how
+// many of their records landed. See docs/sinks.md.
+#pragma once
+
+#include <jsonlw/append_result.hpp>
+#include <jsonlw/durability.hpp>
+#include <jsonlw/file_io.hpp>
+#include <jsonlw/lines.hpp>
+#include <jsonlw/log.hpp>
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace jsonlw {
+
+// What the writer tells its sink at start(): the writer's settings a destination needs.
+struct SinkContext {
+    std::filesystem::path directory;  // the writer's directory (exists at start())
+    std::string stem;                 // WriterOptions::stem
+    std::string subject;              // the noun of log lines ("perf metrics")
+    std::string host;                 // this machine's name
+    pid_t pid = 0;
+    Durability durability = Durability::none;
+    std::shared_ptr<FileIo> file_io;  // the system-call seam (never null)
+    mode_t file_mode = 0640;
+    LogSink log;                      // empty: stderr
+
+    // Logs through `log` (or stderr); never throws.
+    void write_log(LogLevel level, std::string_view message) const noexcept;
+};
+
+// A destination for groups of complete lines. The writer calls start() once from its own
+// start(); append(), sync(), reopen(), tick() and close() from its I/O thread only, one at a
+// time, and describe() there too; files() from any thread. A sink serves one writer.
+class LineSink {
+public:
+    virtual ~LineSink() = default;
+
+    // Once, before any other call. An error disables the writer (logged by it).
+    virtual std::error_code start(const SinkContext& ctx)
+    {
+        (void)ctx;
+        return {};
+    }
+
+    // Writes `lines` (lines.records complete lines, each ending in '\n') under `key`: empty
+    // for the writer's one destination; a partitioned sink maps a key to a file (a relative
+    // path under the directory), other sinks ignore it. The result says exactly how many of
+    // the records landed (records_written, whose bytes are `landed`), surely did not
+    // (records_failed) and may have (records_unknown); the three add up to lines.records.
+    virtual AppendResult append(std::string_view key, const Lines& lines) noexcept = 0;
+
+    // Makes what was appended durable (fsync, a broker's flush). Default nothing.
+    virtual std::error_code sync() noexcept { return {}; }
+    // Closes the current destination at a batch boundary; the next append opens a new one
+    // (for SIGHUP and logrotate). Default nothing.
+    virtual std::error_code reopen() noexcept { return {}; }
+    // When the sink next needs tick() although nothing is appended (age rotation).
+    virtual std::optional<std::chrono::steady_clock::time_point> next_tick() const noexcept
+    {
+        return std::nullopt;
+    }
+    virtual void tick() noexcept {}
+    // Once, after the last append (durable: fsync what is still unsynced first). Also called
+    // by the writer's destructor when close never ran; must be idempotent.
+    virtual void close(bool durable) noexcept { (void)durable; }
+
+    // The files written so far, oldest first (empty for a sink without files).
+    virtual std::vector<std::filesystem::path> files() const { return {}; }
+    // Where `key`'s lines go, for a failure's log line ("/var/log/x.jsonl", "topic t").
+    virtual std::string describe(std::string_view key) const { return std::string(key); }
+};
+
+}  // namespace jsonlw

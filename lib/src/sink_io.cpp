@@ -1,0 +1,65 @@
+// The writer's sinks on the I/O thread: every group of lines goes to a LineSink, and what
+// the sink reports (records written, failed, unknown) is counted here; reopen, tick and the
+// final close reach the sinks from here too.
+#include "writer_core_impl.hpp"
+
+#include <fmt/format.h>
+
+namespace jsonlw::detail {
+
+AppendResult WriterCore::Impl::write_to(LineSink& to, std::string_view key,
+                                        const Lines& lines) noexcept
+{
+    if (lines.records == 0 && lines.bytes.empty()) return {};
+    AppendResult r = to.append(key, lines);
+    // A sink's count that does not add up is clamped: a record is counted once.
+    r.records_written = std::min<std::uint64_t>(r.records_written, lines.records);
+    r.records_failed = std::min<std::uint64_t>(r.records_failed, lines.records - r.records_written);
+    r.records_unknown = lines.records - r.records_written - r.records_failed;
+    tally.written += r.records_written;
+    tally.write_error += r.records_failed;
+    tally.unknown += r.records_unknown;
+    if (r.records_written > 0) {
+        ++tally.batches;
+        tally.bytes += r.records_written == lines.records ? lines.bytes.size() : r.landed;
+        // Which lines were sanitized is known only for the whole group.
+        if (r.records_written == lines.records) tally.sanitized += lines.sanitized;
+        if (self.opts_.durability == Durability::fsync_interval && !unsynced) {
+            unsynced = true;
+            if (last_sync == clock::time_point{}) last_sync = clock::now();
+        }
+    }
+    if (r.records_written < lines.records && log_worthy(++write_failures)) {
+        const std::error_code ec = r.ec ? r.ec : std::make_error_code(std::errc::io_error);
+        try {
+            log(LogLevel::warning, fmt::format("Failed to write {} JSONL: {} ({})",
+                                               self.opts_.subject, ec.message(),
+                                               to.describe(key)));
+        } catch (...) {
+            // The count tells.
+        }
+    }
+    return r;
+}
+
+void WriterCore::Impl::reopen_io() noexcept
+{
+    reopen_ec = {};
+    if (!reopen_requested.exchange(false, std::memory_order_acq_rel)) return;
+    if (sink) reopen_ec = sink->reopen();
+}
+
+void WriterCore::Impl::close_sinks(bool durable) noexcept
+{
+    if (!sinks_started) return;
+    sinks_started = false;
+    if (sink) sink->close(durable);
+    paths.close(durable);
+}
+
+std::optional<clock::time_point> WriterCore::Impl::sink_tick() const noexcept
+{
+    return sink && sinks_started ? sink->next_tick() : std::nullopt;
+}
+
+}  // namespace jsonlw::detail

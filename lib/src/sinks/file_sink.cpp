@@ -1,0 +1,333 @@
+// FileSink: the default layout's file — named at start(), rotated by size or age, written
+// under the open suffix and renamed when closed, reopened on request; files left open by
+// ended processes are sealed at start(). files() lists them (any thread).
+#include <jsonlw/sinks/file_sink.hpp>
+
+#include "../host_names.hpp"
+#include "file_append.hpp"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <ctime>
+#include <mutex>
+#include <optional>
+
+namespace jsonlw {
+
+using clock = std::chrono::steady_clock;
+
+struct FileSink::State {
+    SinkContext ctx;
+    std::optional<detail::FileAppender> appender;
+    bool rotating = false;       // numbered files: rotation or an open suffix
+    std::string prefix;          // <stem>-<host>-<pid>-
+    std::string suffix;          // the open suffix ("" for none)
+    std::filesystem::path first;  // path(): the first file's final name
+    // The file being written (rotating), or the one file.
+    std::uint64_t index = 0;
+    std::filesystem::path final_path, open_path;
+    bool created = false;  // an append opened it: it exists on disk
+    bool sealed = false;   // closed for good
+    std::uint64_t size = 0;
+    clock::time_point opened{};
+    std::atomic<std::uint64_t> files_closed{0};
+    mutable std::mutex files_mu;
+    std::vector<std::filesystem::path> file_list;  // under files_mu
+
+    bool durable() const noexcept { return ctx.durability != Durability::none; }
+    void name(std::uint64_t i, std::time_t when);
+    void list_file(const std::filesystem::path& p, bool replace_last);
+    std::error_code close_current(bool durable) noexcept;
+    std::error_code rotate() noexcept;
+    void seal(bool durable) noexcept;
+    void seal_stale() noexcept;
+    AppendResult append_current(const Lines& lines) noexcept;
+};
+
+// Names file `i`, opened at `when`: <stem>-<host>-<pid>-<UTC>-<i>.jsonl.
+void FileSink::State::name(std::uint64_t i, std::time_t when)
+{
+    index = i;
+    final_path =
+        ctx.directory / fmt::format("{}{}-{:06}.jsonl", prefix, detail::utc_stamp(when), i);
+    open_path = final_path;
+    open_path += suffix;
+    created = false;
+    size = 0;
+}
+
+void FileSink::State::list_file(const std::filesystem::path& p, bool replace_last)
+{
+    std::lock_guard lk(files_mu);
+    if (replace_last && !file_list.empty()) file_list.back() = p;
+    else file_list.push_back(p);
+}
+
+// Closes the current file (fsync first when durable) and renames it to its final name.
+std::error_code FileSink::State::close_current(bool durable) noexcept
+{
+    std::error_code ec;
+    try {
+        if (const std::error_code s = appender->close(open_path, durable); s)
+            ctx.write_log(LogLevel::warning,
+                          fmt::format("Failed to fsync {} JSONL: {} ({})", ctx.subject,
+                                      s.message(), open_path.native()));
+        if (suffix.empty()) return ec;
+        if (ctx.file_io->rename(open_path.c_str(), final_path.c_str()) != 0) {
+            ec = {errno, std::system_category()};
+            ctx.write_log(LogLevel::warning,
+                          fmt::format("Failed to rename {} JSONL file {}: {}; its records stay there",
+                                      ctx.subject, open_path.native(), ec.message()));
+            return ec;
+        }
+        list_file(final_path, true);
+        if (durable) {
+            // The rename itself survives a crash once the directory is synced.
+            const int dir =
+                ctx.file_io->open(ctx.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+            if (dir >= 0) {
+                ctx.file_io->fsync(dir);
+                ctx.file_io->close(dir);
+            }
+        }
+    } catch (const std::exception& e) {
+        ctx.write_log(LogLevel::error, fmt::format("Unexpected error closing {} JSONL file: {}",
+                                                   ctx.subject, e.what()));
+        ec = std::make_error_code(std::errc::io_error);
+    }
+    return ec;
+}
+
+std::error_code FileSink::State::rotate() noexcept
+{
+    if (!created || appender->inherited_by_fork()) return {};
+    const std::error_code ec = close_current(durable());
+    files_closed.fetch_add(1, std::memory_order_relaxed);
+    try {
+        name(index + 1, std::time(nullptr));
+    } catch (...) {
+        // Only an allocation can fail here; the next append retries the same name.
+    }
+    return ec;
+}
+
+void FileSink::State::seal(bool durable) noexcept
+{
+    // A forked child's copy of the writer must not rename the parent's file under it.
+    if (!rotating || sealed || !appender || appender->inherited_by_fork()) return;
+    sealed = true;
+    if (created) close_current(durable);
+}
+
+// Files of this stem and host still carrying the open suffix, left by a process that no
+// longer runs (a crash, a kill -9): renamed to their final name so they get shipped. A torn
+// last line stays as it is (the loader's error, or `jsonlw validate`, shows it).
+void FileSink::State::seal_stale() noexcept
+{
+    if (suffix.empty()) return;
+    const std::string head = fmt::format("{}-{}-", ctx.stem, ctx.host);
+    const std::string tail = ".jsonl" + suffix;
+    std::size_t sealed_n = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(ctx.directory, ec), end; !ec && it != end;
+         it.increment(ec)) {
+        const std::string fname = it->path().filename().string();
+        if (fname.size() <= head.size() + tail.size() ||
+            fname.compare(0, head.size(), head) != 0 ||
+            fname.compare(fname.size() - tail.size(), tail.size(), tail) != 0)
+            continue;
+        // <head><pid>-…: the pid of the writer that opened it.
+        pid_t pid = 0;
+        std::size_t i = head.size();
+        for (; i < fname.size() && fname[i] >= '0' && fname[i] <= '9' && pid < 4194304; ++i)
+            pid = pid * 10 + (fname[i] - '0');
+        if (i == head.size() || i >= fname.size() || fname[i] != '-' || pid <= 0) continue;
+        if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive
+        std::filesystem::path final_name = it->path();
+        final_name.replace_filename(fname.substr(0, fname.size() - suffix.size()));
+        if (ctx.file_io->rename(it->path().c_str(), final_name.c_str()) == 0) ++sealed_n;
+    }
+    if (sealed_n > 0)
+        ctx.write_log(LogLevel::info,
+                      fmt::format("Renamed {} {} JSONL file(s) left open by ended processes to .jsonl",
+                                  sealed_n, ctx.subject));
+}
+
+AppendResult FileSink::State::append_current(const Lines& lines) noexcept
+{
+    const bool fresh = !created;
+    const AppendResult r = detail::append_lines(*appender, open_path, lines,
+                                                ctx.durability == Durability::fsync_batch);
+    if (r.attempted) {
+        if (fresh) {
+            created = true;
+            opened = clock::now();
+            try {
+                list_file(open_path, false);
+            } catch (...) {
+            }
+        }
+        size = r.offset + r.landed;
+    }
+    return r;
+}
+
+FileSink::FileSink(FileSinkOptions opts) : opts_(std::move(opts)), s_(std::make_unique<State>()) {}
+
+FileSink::~FileSink() { close(false); }
+
+std::error_code FileSink::start(const SinkContext& ctx)
+{
+    State& s = *s_;
+    s.ctx = ctx;
+    if (!s.ctx.file_io) s.ctx.file_io = posix_file_io();
+    s.appender.emplace(s.ctx.file_io, 64, s.ctx.file_mode);
+    s.suffix = opts_.open_suffix.value_or(
+        opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 ? ".open" : "");
+    s.rotating = opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 || !s.suffix.empty();
+    if (s.rotating) {
+        s.prefix = fmt::format("{}-{}-{}-", ctx.stem, ctx.host, ctx.pid);
+        s.name(0, std::time(nullptr));
+        s.first = s.final_path;
+        s.seal_stale();
+    } else {
+        s.first = ctx.directory / fmt::format("{}-{}-{}-{}.jsonl", ctx.stem, ctx.host, ctx.pid,
+                                              detail::utc_stamp());
+        s.final_path = s.open_path = s.first;
+    }
+    return {};
+}
+
+// Rotates first when due; splits the lines so that no file exceeds rotate_bytes.
+AppendResult FileSink::append(std::string_view, const Lines& lines) noexcept
+{
+    State& s = *s_;
+    if (!s.appender || s.sealed) {
+        // Not started, or closed for good: nowhere to write.
+        AppendResult r;
+        r.ec = std::make_error_code(std::errc::bad_file_descriptor);
+        r.records_failed = lines.records;
+        return r;
+    }
+    if (!s.rotating) {
+        return detail::append_lines(*s.appender, s.first, lines,
+                                    s.ctx.durability == Durability::fsync_batch);
+    }
+    const auto& o = opts_;
+    if (s.created && o.rotate_interval.count() > 0 && clock::now() - s.opened >= o.rotate_interval)
+        s.rotate();
+    if (o.rotate_bytes == 0 || lines.bytes.size() + s.size <= o.rotate_bytes)
+        return s.append_current(lines);
+    AppendResult total;
+    std::string_view rest = lines.bytes;
+    std::size_t records_left = lines.records, sanitized_left = lines.sanitized;
+    while (!rest.empty()) {
+        if (s.created && s.size >= o.rotate_bytes) s.rotate();
+        const std::uint64_t budget = o.rotate_bytes > s.size ? o.rotate_bytes - s.size : 0;
+        std::size_t take = 0, n = 0;
+        for (;;) {
+            const std::size_t nl = rest.find('\n', take);
+            if (nl == std::string_view::npos) {  // no '\n' at the end: keep it whole
+                if (take == 0) take = rest.size(), n = 1;
+                break;
+            }
+            if (nl + 1 > budget && take > 0) break;
+            if (nl + 1 > budget && s.size > 0) break;  // not even one line fits
+            take = nl + 1;
+            ++n;
+            if (take >= budget) break;
+        }
+        if (take == 0) {  // the current file is too full for the next line
+            s.rotate();
+            if (s.size == 0) continue;
+            // It could not rotate (a forked child's copy): the line goes where it can.
+            const std::size_t nl = rest.find('\n');
+            take = nl == std::string_view::npos ? rest.size() : nl + 1;
+            n = 1;
+        }
+        if (take == rest.size() || n > records_left) n = records_left;
+        Lines part{rest.substr(0, take), n, std::min(sanitized_left, n)};
+        const AppendResult r = s.append_current(part);
+        total.attempted = total.attempted || r.attempted;
+        total.records_written += r.records_written;
+        total.records_failed += r.records_failed;
+        total.records_unknown += r.records_unknown;
+        total.landed += r.landed;
+        if (r.ec && !total.ec) total.ec = r.ec;
+        rest.remove_prefix(take);
+        records_left -= n;
+        sanitized_left -= part.sanitized;
+    }
+    return total;
+}
+
+std::error_code FileSink::sync() noexcept
+{
+    return s_->appender ? s_->appender->sync_all() : std::error_code{};
+}
+
+std::error_code FileSink::reopen() noexcept
+{
+    State& s = *s_;
+    if (!s.appender || s.sealed) return {};
+    if (s.rotating) return s.created ? s.rotate() : std::error_code{};
+    // One fixed name: the next append opens it again (created anew if it was moved).
+    if (const std::error_code e = s.appender->close(s.first, s.durable()); e)
+        s.ctx.write_log(LogLevel::warning,
+                        fmt::format("Failed to fsync {} JSONL: {}", s.ctx.subject, e.message()));
+    s.files_closed.fetch_add(1, std::memory_order_relaxed);
+    return {};
+}
+
+std::optional<clock::time_point> FileSink::next_tick() const noexcept
+{
+    const State& s = *s_;
+    if (!s.rotating || !s.created || opts_.rotate_interval.count() <= 0) return std::nullopt;
+    return s.opened + opts_.rotate_interval;
+}
+
+void FileSink::tick() noexcept
+{
+    State& s = *s_;
+    if (s.created && s.rotating && opts_.rotate_interval.count() > 0 &&
+        clock::now() - s.opened >= opts_.rotate_interval)
+        s.rotate();  // an idle file is rotated too
+}
+
+void FileSink::close(bool durable) noexcept
+{
+    State& s = *s_;
+    if (!s.appender) return;
+    if (durable) s.appender->sync_all();
+    s.appender->close_all();
+    s.seal(durable);
+}
+
+std::vector<std::filesystem::path> FileSink::files() const
+{
+    const State& s = *s_;
+    if (!s.rotating) {
+        std::vector<std::filesystem::path> one;
+        if (!s.first.empty()) one.push_back(s.first);
+        return one;
+    }
+    std::lock_guard lk(s.files_mu);
+    return s.file_list;
+}
+
+std::string FileSink::describe(std::string_view) const { return s_->open_path.native(); }
+
+const std::filesystem::path& FileSink::path() const noexcept { return s_->first; }
+
+std::uint64_t FileSink::files_closed() const noexcept
+{
+    return s_->files_closed.load(std::memory_order_relaxed);
+}
+
+}  // namespace jsonlw

@@ -1,0 +1,98 @@
+// TeeSink: every call to every branch, in order; the first branch's result is the writer's.
+#include <jsonlw/sinks/tee_sink.hpp>
+
+#include <stdexcept>
+
+namespace jsonlw {
+namespace {
+
+// Calls `f` on every branch; the first error it returns.
+template <class F>
+std::error_code each(const std::vector<std::shared_ptr<LineSink>>& branches, F f)
+{
+    std::error_code first;
+    for (const auto& b : branches) {
+        const std::error_code ec = f(*b);
+        if (ec && !first) first = ec;
+    }
+    return first;
+}
+
+}  // namespace
+
+TeeSink::TeeSink(std::vector<std::shared_ptr<LineSink>> branches)
+    : branches_(std::move(branches)), counts_(std::make_unique<Counts[]>(branches_.size()))
+{
+    if (branches_.empty()) throw std::invalid_argument("TeeSink needs at least one branch");
+    for (const auto& b : branches_)
+        if (!b) throw std::invalid_argument("TeeSink branch is null");
+}
+
+std::error_code TeeSink::start(const SinkContext& ctx)
+{
+    return each(branches_, [&](LineSink& b) { return b.start(ctx); });
+}
+
+AppendResult TeeSink::append(std::string_view key, const Lines& lines) noexcept
+{
+    AppendResult primary;
+    for (std::size_t i = 0; i < branches_.size(); ++i) {
+        const AppendResult r = branches_[i]->append(key, lines);
+        Counts& c = counts_[i];
+        c.written.fetch_add(r.records_written, std::memory_order_relaxed);
+        c.failed.fetch_add(r.records_failed, std::memory_order_relaxed);
+        c.unknown.fetch_add(r.records_unknown, std::memory_order_relaxed);
+        if (r.records_written > 0) c.bytes.fetch_add(r.landed, std::memory_order_relaxed);
+        if (i == 0) primary = r;
+    }
+    return primary;
+}
+
+std::error_code TeeSink::sync() noexcept
+{
+    return each(branches_, [](LineSink& b) { return b.sync(); });
+}
+
+std::error_code TeeSink::reopen() noexcept
+{
+    return each(branches_, [](LineSink& b) { return b.reopen(); });
+}
+
+std::optional<std::chrono::steady_clock::time_point> TeeSink::next_tick() const noexcept
+{
+    std::optional<std::chrono::steady_clock::time_point> due;
+    for (const auto& b : branches_)
+        if (const auto t = b->next_tick(); t && (!due || *t < *due)) due = t;
+    return due;
+}
+
+void TeeSink::tick() noexcept
+{
+    for (const auto& b : branches_) b->tick();
+}
+
+void TeeSink::close(bool durable) noexcept
+{
+    for (const auto& b : branches_) b->close(durable);
+}
+
+std::vector<std::filesystem::path> TeeSink::files() const
+{
+    std::vector<std::filesystem::path> all;
+    for (const auto& b : branches_) {
+        auto f = b->files();
+        all.insert(all.end(), f.begin(), f.end());
+    }
+    return all;
+}
+
+std::string TeeSink::describe(std::string_view key) const { return branches_[0]->describe(key); }
+
+TeeSink::BranchCounts TeeSink::branch(std::size_t i) const noexcept
+{
+    const Counts& c = counts_[i];
+    return {c.written.load(std::memory_order_relaxed), c.failed.load(std::memory_order_relaxed),
+            c.unknown.load(std::memory_order_relaxed), c.bytes.load(std::memory_order_relaxed)};
+}
+
+}  // namespace jsonlw
