@@ -35,6 +35,8 @@
 #include <jsonlw/raw_output_snapshot.hpp>
 #include <jsonlw/raw_output_writer.hpp>
 #include <jsonlw/request_trace_writer.hpp>
+#include <jsonlw/sinks/file_sink.hpp>
+#include <jsonlw/sinks/partitioned_file_sink.hpp>
 #include <jsonlw/snapshot/asio_bridge.hpp>
 #include <jsonlw/snapshot/reference.hpp>
 #include <jsonlw/snapshot/stage.hpp>
@@ -110,11 +112,11 @@ class Demo {
 public:
     explicit Demo(const DemoOptions& o)
         : o_(o),
-          kafka_(o.kafka ? std::make_unique<KafkaShip>(loop_.get_executor()) : nullptr),
-          raw_(loop_.get_executor(), raw_options(o, file_io("raw_output"))),
-          trace_(loop_.get_executor(), trace_options(o, file_io("request_trace"))),
+          kafka_(o.kafka ? std::make_unique<KafkaShip>() : nullptr),
+          raw_(loop_.get_executor(), raw_options(o, file_io(), kafka_.get())),
+          trace_(loop_.get_executor(), trace_options(o, file_io(), kafka_.get())),
           perf_(loop_.get_executor(), o.out / "perf_metrics", "server",
-                perf_options(o, file_io("perf_metrics"))),
+                perf_options(o, file_io(), kafka_.get())),
           config_(stage_config(o)),
           stage_(snap::SnapshotStage::create(
               config_, o.backend,
@@ -132,7 +134,7 @@ public:
 
     int run(const ProgressOptions& progress_options)
     {
-        if (kafka_) kafka_->start();  // before the file writers: their first line is teed
+        if (kafka_) kafka_->start();  // the consumer that reads the topics back
         raw_.start();
         trace_.start();
         perf_.start();
@@ -159,11 +161,10 @@ public:
         loop_.restart();
         CloseReport reports[3];
         int open_writers = 3;
-        // The producers close after the file writers: by then every line has been teed.
         const auto closed = [&](int i) {
             return [&, i](error_code, CloseReport r) {
                 reports[i] = std::move(r);
-                if (--open_writers == 0 && kafka_) kafka_->close();
+                --open_writers;
             };
         };
         raw_.async_close(closed(0));
@@ -174,14 +175,12 @@ public:
     }
 
 private:
-    // The writer's FileIo: the Kafka tee (--kafka), behind a slow disk (--slow-disk-us);
-    // null, the writers' POSIX default, when neither is asked for.
-    std::shared_ptr<FileIo> file_io(std::string_view kind) const
+    // The writers' FileIo: a slow disk (--slow-disk-us); null, the writers' POSIX default,
+    // otherwise.
+    std::shared_ptr<FileIo> file_io() const
     {
-        std::shared_ptr<FileIo> io = kafka_ ? kafka_->tee(kind) : nullptr;
-        if (o_.slow_disk_us)
-            io = std::make_shared<SlowDisk>(std::move(io), std::chrono::microseconds(o_.slow_disk_us));
-        return io;
+        if (!o_.slow_disk_us) return nullptr;
+        return std::make_shared<SlowDisk>(nullptr, std::chrono::microseconds(o_.slow_disk_us));
     }
 
     static snap::SnapshotConfig stage_config(const DemoOptions& o)
@@ -199,7 +198,9 @@ private:
         return sc;
     }
 
-    static RawOutputOptions raw_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
+    // With --kafka each writer's sink is its own file sink teed with the kind's Kafka sink.
+    static RawOutputOptions raw_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
+                                        KafkaShip* kafka)
     {
         RawOutputOptions r;
         r.directory = o.out / "raw_output";
@@ -207,27 +208,35 @@ private:
         r.queue_capacity = o.writer_queue ? o.writer_queue : 4096;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
+        if (kafka) r.sink = kafka->sink("raw_output", std::make_shared<PartitionedFileSink>());
         return r;
     }
 
-    static RequestTraceOptions trace_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
+    static RequestTraceOptions trace_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
+                                             KafkaShip* kafka)
     {
         RequestTraceOptions r;
         r.directory = o.out / "request_trace";
         if (o.writer_queue) r.queue_capacity = o.writer_queue;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
+        if (kafka) r.sink = kafka->sink("request_trace", std::make_shared<PartitionedFileSink>());
         return r;
     }
 
     // Rotation is the perf-metrics writer's alone: the other two write hour folders.
-    static PerfMetricsOptions perf_options(const DemoOptions& o, std::shared_ptr<FileIo> io)
+    static PerfMetricsOptions perf_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
+                                           KafkaShip* kafka)
     {
         PerfMetricsOptions p;  // its queue is TensorRT-LLM's 1024: --writer-queue leaves it
         p.file_io = std::move(io);
         p.rotate_bytes = o.rotate_bytes;
         p.rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms);
         p.envelope = o.envelope;
+        if (kafka)
+            p.sink = kafka->sink("perf_metrics",
+                                 std::make_shared<FileSink>(FileSinkOptions{
+                                     p.rotate_bytes, p.rotate_interval, p.open_suffix}));
         return p;
     }
 

@@ -1,19 +1,17 @@
-// jsonlw demo --kafka: the demo's lines shipped through KafkaJsonWriter to librdkafka's
-// in-process mock cluster, read back by a consumer and compared with the files.
+// jsonlw demo --kafka: the demo's lines shipped through a KafkaSink, teed with each writer's
+// files, to librdkafka's in-process mock cluster, read back by a consumer and compared with
+// the files.
 #include "demo_kafka.hpp"
 
 #include <jsonlw/writer_stats.hpp>
 
-#include <boost/asio/any_io_executor.hpp>
-
 #if JSONLW_HAVE_KAFKA
-#include <jsonlw/kafka_writer.hpp>
+#include <jsonlw/kafka_sink.hpp>
+#include <jsonlw/sinks/tee_sink.hpp>
 
+#include <fmt/format.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
-
-#include <fcntl.h>
-#include <sys/uio.h>
 #endif
 
 #include <algorithm>
@@ -38,95 +36,11 @@
 
 namespace jsonlw::tools {
 
-namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 #if JSONLW_HAVE_KAFKA
 namespace {
 // --- --kafka: the same lines, shipped ----------------------------------------------------
-
-// Hands every line a file writer appends to `sink`, as it lands in the file. Why a FileIo:
-// the writers' serializers are their own (two of the classes are final), and Kafka should
-// get exactly what the files get, envelope included; teeing the appended bytes guarantees
-// that without serializing anything twice. Called on the file writer's I/O thread.
-class LineTee final : public FileIo {
-public:
-    using Sink = std::function<void(std::string&&)>;
-    explicit LineTee(Sink sink) : sink_(std::move(sink)) {}
-
-    int open(const char* path, int flags, mode_t mode) noexcept override
-    {
-        const int fd = FileIo::open(path, flags, mode);
-        // Only the JSON Lines files: not a directory opened to fsync a rename.
-        if (fd >= 0 && (flags & O_APPEND) != 0 &&
-            std::string_view(path).find(".jsonl") != std::string_view::npos)
-            guarded([&] { partial_[fd].clear(); });
-        return fd;
-    }
-    ssize_t writev(int fd, const iovec* iov, int iovcnt) noexcept override
-    {
-        const ssize_t w = FileIo::writev(fd, iov, iovcnt);
-        if (w > 0) guarded([&] { forward(fd, iov, iovcnt, std::size_t(w)); });
-        return w;
-    }
-    int close(int fd) noexcept override
-    {
-        guarded([&] {
-            const auto it = partial_.find(fd);
-            if (it == partial_.end()) return;
-            if (!it->second.empty()) ++lost_;  // a line cut short by a failed write
-            partial_.erase(it);
-        });
-        return FileIo::close(fd);
-    }
-
-    // Lines the sink did not get: cut short in the file, or an exception in the tee.
-    std::uint64_t lost() const
-    {
-        std::lock_guard lock(mutex_);
-        return lost_;
-    }
-
-private:
-    // Only what the call wrote (a short write is retried with the rest): complete lines go
-    // to the sink, the unfinished one waits for the next call.
-    void forward(int fd, const iovec* iov, int iovcnt, std::size_t written)
-    {
-        const auto it = partial_.find(fd);
-        if (it == partial_.end()) return;
-        std::string& line = it->second;
-        for (int i = 0; i < iovcnt && written > 0; ++i) {
-            const std::string_view chunk(static_cast<const char*>(iov[i].iov_base),
-                                         std::min(written, iov[i].iov_len));
-            written -= chunk.size();
-            std::size_t from = 0;
-            for (std::size_t nl; (nl = chunk.find('\n', from)) != std::string_view::npos;
-                 from = nl + 1) {
-                line.append(chunk.substr(from, nl - from));
-                // Empty: the '\n' a writer puts after a torn tail it found; not a record.
-                if (!line.empty()) sink_(std::move(line));
-                line.clear();
-            }
-            line.append(chunk.substr(from));
-        }
-    }
-    template <class F>
-    void guarded(F&& f) noexcept
-    {
-        try {
-            std::lock_guard lock(mutex_);
-            f();
-        } catch (...) {
-            std::lock_guard lock(mutex_);
-            ++lost_;
-        }
-    }
-
-    Sink sink_;
-    mutable std::mutex mutex_;
-    std::map<int, std::string> partial_;  // fd -> the line being appended
-    std::uint64_t lost_ = 0;
-};
 
 void quiet_kafka_log(const rd_kafka_t*, int, const char*, const char*) {}
 
@@ -313,16 +227,16 @@ private:
     std::thread thread_;
 };
 
-// --kafka: a KafkaJsonWriter per record kind, each producing to its own topic of the mock
-// cluster, fed by a LineTee on that kind's file writer; a TopicReader reads every topic back
-// meanwhile, and the summary compares what it read with the files.
+// --kafka: a KafkaSink per record kind, each producing to its own topic of the mock cluster,
+// teed with that kind's file sink; a TopicReader reads every topic back meanwhile, and the
+// summary compares what it read with the files.
 }  // namespace
 
 class KafkaShip::Impl {
 public:
     static constexpr int partitions = 4;
 
-    explicit Impl(asio::any_io_executor ex)
+    Impl()
     {
         // Keyed so that one request's records share a partition (traces by their trace_id).
         const char* key_fields[] = {"request_id", "trace_id", "request_id"};
@@ -331,27 +245,23 @@ public:
             t->kind = demo_kinds[i];
             t->name = std::string("jsonlw.") + demo_kinds[i];
             cluster_.create_topic(t->name, partitions);
-            t->writer = std::make_unique<KafkaJsonWriter>(
-                ex,
-                // A batch waits for its acknowledgements: large batches, and a queue that
-                // holds what the file writers append meanwhile.
-                WriterOptions{.subject = "kafka " + t->name, .queue_capacity = 65536,
-                              .batch_records = 1000, .shutdown_timeout = std::chrono::seconds(15)},
+            t->kafka = std::make_shared<KafkaSink>(
                 KafkaOptions{.brokers = cluster_.bootstraps(), .topic = t->name,
                              .key_field = key_fields[i],
                              .delivery_timeout = std::chrono::seconds(10)});
-            t->tee = std::make_shared<LineTee>(
-                [w = t->writer.get()](std::string&& line) { w->submit(std::move(line)); });
             topics_.push_back(std::move(t));
         }
     }
 
-    // The FileIo for the file writer of `kind` (one of kinds[]).
-    std::shared_ptr<FileIo> tee(std::string_view kind) const
+    std::shared_ptr<LineSink> sink(std::string_view kind, std::shared_ptr<LineSink> files)
     {
         for (const auto& t : topics_)
-            if (t->kind == kind) return t->tee;
-        return nullptr;
+            if (t->kind == kind) {
+                t->tee = std::make_shared<TeeSink>(
+                    std::vector<std::shared_ptr<LineSink>>{std::move(files), t->kafka});
+                return t->tee;
+            }
+        return files;
     }
 
     void start()
@@ -359,15 +269,6 @@ public:
         std::vector<std::string> names;
         for (const auto& t : topics_) names.push_back(t->name);
         reader_.emplace(cluster_.bootstraps(), std::move(names), partitions);
-        for (const auto& t : topics_) t->writer->start();
-    }
-
-    // Once the file writers have closed (every line teed): drains and closes the producers.
-    void close()
-    {
-        for (const auto& t : topics_)
-            t->writer->async_close(
-                [t = t.get()](error_code, CloseReport r) { t->closed = std::move(r); });
     }
 
     // Prints a row per topic; false when a line was lost on the way (or a topic holds
@@ -375,9 +276,9 @@ public:
     bool summarize(const std::filesystem::path& out)
     {
         std::printf("\nkafka: %d mock brokers in process (%s), a topic per writer with %d "
-                    "partitions, keyed by request:\n",
+                    "partitions, keyed by request, teed with the files:\n",
                     MockKafkaCluster::brokers, cluster_.bootstraps().c_str(), partitions);
-        std::printf("%-22s %10s %10s %8s %10s %9s\n", "topic", "submitted", "delivered", "failed",
+        std::printf("%-22s %10s %10s %8s %10s %9s\n", "topic", "sent", "delivered", "failed",
                     "consumed", "as files");
         bool read_all = false;
         auto consumed = reader_ ? reader_->finish(read_all)
@@ -394,36 +295,28 @@ private:
     struct Topic {
         std::string kind;
         std::string name;
-        std::unique_ptr<KafkaJsonWriter> writer;
-        std::shared_ptr<LineTee> tee;
-        std::optional<CloseReport> closed;  // set on the loop's thread by close()
+        std::shared_ptr<KafkaSink> kafka;
+        std::shared_ptr<TeeSink> tee;  // files first, Kafka second
     };
 
     bool summarize(const Topic& t, std::vector<std::size_t>& consumed,
                    const std::filesystem::path& out) const
     {
-        const WriterStats s = t.closed ? t.closed->stats : t.writer->stats();
-        const std::uint64_t failed = s.dropped.total() + s.unknown + s.pending + t.tee->lost();
+        const TeeSink::BranchCounts k = t.tee ? t.tee->branch(1) : TeeSink::BranchCounts{};
+        const std::uint64_t failed = k.failed + k.unknown;
+        const std::uint64_t sent = k.written + failed;
         std::vector<std::size_t> files = file_lines(out / t.kind);
         // The same lines, as a multiset (the topic's order is per partition).
         std::sort(consumed.begin(), consumed.end());
         std::sort(files.begin(), files.end());
         const bool same = consumed == files;
         std::printf("%-22s %10llu %10llu %8llu %10zu %9s\n", t.name.c_str(),
-                    (unsigned long long)s.submitted, (unsigned long long)s.written,
+                    (unsigned long long)sent, (unsigned long long)k.written,
                     (unsigned long long)failed, consumed.size(), same ? "yes" : "NO");
         if (failed)
-            std::printf("  failed: queue_full %llu, write_error %llu, malformed %llu, other drops "
-                        "%llu, unknown %llu, pending %llu, lost in the tee %llu\n",
-                        (unsigned long long)s.dropped.queue_full,
-                        (unsigned long long)s.dropped.write_error,
-                        (unsigned long long)s.dropped.malformed,
-                        (unsigned long long)(s.dropped.total() - s.dropped.queue_full -
-                                             s.dropped.write_error - s.dropped.malformed),
-                        (unsigned long long)s.unknown, (unsigned long long)s.pending,
-                        (unsigned long long)t.tee->lost());
-        return failed == 0 && same && s.written == consumed.size() &&
-               s.submitted == files.size();
+            std::printf("  failed: write_error %llu, unknown %llu\n",
+                        (unsigned long long)k.failed, (unsigned long long)k.unknown);
+        return failed == 0 && same && k.written == consumed.size() && sent == files.size();
     }
 
     // The non-empty lines of the JSON Lines files under `dir`, hashed as consume() does.
@@ -451,18 +344,22 @@ private:
     std::optional<TopicReader> reader_;  // from start()
 };
 
-KafkaShip::KafkaShip(asio::any_io_executor ex) : impl_(std::make_unique<Impl>(std::move(ex))) {}
-std::shared_ptr<FileIo> KafkaShip::tee(std::string_view kind) const { return impl_->tee(kind); }
+KafkaShip::KafkaShip() : impl_(std::make_unique<Impl>()) {}
+std::shared_ptr<LineSink> KafkaShip::sink(std::string_view kind, std::shared_ptr<LineSink> files)
+{
+    return impl_->sink(kind, std::move(files));
+}
 void KafkaShip::start() { impl_->start(); }
-void KafkaShip::close() { impl_->close(); }
 bool KafkaShip::summarize(const std::filesystem::path& out) { return impl_->summarize(out); }
 #else
 // Without librdkafka demo_main() refuses --kafka before a KafkaShip exists.
 class KafkaShip::Impl {};
-KafkaShip::KafkaShip(asio::any_io_executor) {}
-std::shared_ptr<FileIo> KafkaShip::tee(std::string_view) const { return nullptr; }
+KafkaShip::KafkaShip() {}
+std::shared_ptr<LineSink> KafkaShip::sink(std::string_view, std::shared_ptr<LineSink> files)
+{
+    return files;
+}
 void KafkaShip::start() {}
-void KafkaShip::close() {}
 bool KafkaShip::summarize(const std::filesystem::path&) { return true; }
 #endif
 KafkaShip::~KafkaShip() = default;

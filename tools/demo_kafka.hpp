@@ -1,12 +1,11 @@
-// jsonlw demo --kafka (tools/demo_kafka.cpp): a KafkaJsonWriter per record kind, each
-// producing to its own topic of an in-process librdkafka mock cluster, fed with exactly the
-// lines the kind's file writer appends (a FileIo tee); a consumer reads every topic back
-// meanwhile, and summarize() compares what it read with the files.
+// jsonlw demo --kafka (tools/demo_kafka.cpp): a KafkaSink per record kind, each producing to
+// its own topic of an in-process librdkafka mock cluster, teed (TeeSink) with the kind's
+// file sink, so the topic gets exactly the lines the files get; a consumer reads every topic
+// back meanwhile, and summarize() compares what it read with the files. Used on the demo's
+// loop thread; the sinks run on the writers' I/O threads.
 #pragma once
 
-#include <jsonlw/file_io.hpp>
-
-#include <boost/asio/any_io_executor.hpp>
+#include <jsonlw/sinks/line_sink.hpp>
 
 #include <filesystem>
 #include <memory>
@@ -25,18 +24,17 @@ inline constexpr const char* demo_kinds[] = {"raw_output", "request_trace", "per
 
 class KafkaShip {
 public:
-    // Starts the mock cluster and creates the producers (not yet started).
-    explicit KafkaShip(boost::asio::any_io_executor ex);
+    // Starts the mock cluster and makes a sink per kind (its producer starts with its writer).
+    KafkaShip();
     ~KafkaShip();
     KafkaShip(const KafkaShip&) = delete;
     KafkaShip& operator=(const KafkaShip&) = delete;
 
-    // The FileIo to give the file writer of `kind` (one of demo_kinds).
-    std::shared_ptr<FileIo> tee(std::string_view kind) const;
-    // Before the file writers start: their first line is teed.
+    // The sink to give the writer of `kind` (one of demo_kinds): `files` (its own file sink)
+    // teed with the kind's Kafka sink. Once per kind, before the writers start.
+    std::shared_ptr<LineSink> sink(std::string_view kind, std::shared_ptr<LineSink> files);
+    // Starts the consumer that reads every topic back.
     void start();
-    // Once the file writers have closed (every line teed): drains and closes the producers.
-    void close();
     // Prints a row per topic; false when a line was lost on the way (or a topic holds
     // something else than the files).
     bool summarize(const std::filesystem::path& out);
