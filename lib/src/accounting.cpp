@@ -75,8 +75,7 @@ void WriterCore::Impl::on_malformed(std::string_view what) noexcept
 {
     ++tally.malformed;
     if (log_worthy(++malformed_seen))
-        log(LogLevel::warning,
-            fmt::format("Dropped malformed {} record: {}", self.opts_.subject, what));
+        say(LogLevel::warning, &WriterMessages::malformed, what);
 }
 
 void WriterCore::Impl::on_unexpected(Stage stage, std::string_view what) noexcept
@@ -110,7 +109,7 @@ void WriterCore::Impl::log_queue_drops() noexcept
             continue;
         }
         if (queue_full_logged.compare_exchange_weak(logged, next, std::memory_order_acq_rel)) {
-            log(LogLevel::warning, fmt::format("Dropped {} {} records", next, self.opts_.subject));
+            say(LogLevel::warning, &WriterMessages::queue_full, next);
             logged = next;
         }
     }

@@ -32,11 +32,9 @@ AppendResult WriterCore::Impl::write_to(LineSink& to, std::string_view key,
     if (r.records_written < lines.records && log_worthy(++write_failures)) {
         const std::error_code ec = r.ec ? r.ec : std::make_error_code(std::errc::io_error);
         try {
-            log(LogLevel::warning, fmt::format("Failed to write {} JSONL: {} ({})",
-                                               self.opts_.subject, ec.message(),
-                                               to.describe(key)));
+            say(LogLevel::warning, &WriterMessages::write_failed, ec.message(), to.describe(key));
         } catch (...) {
-            // The count tells.
+            // describe() ran out of memory: the count tells.
         }
     }
     return r;

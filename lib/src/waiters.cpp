@@ -45,8 +45,7 @@ void WriterCore::Impl::abandon()
         unknown.fetch_add(n, std::memory_order_release);
     if (Guard g{*this}) shutdown.fetch_add(self.hooks_->discard_queued(), std::memory_order_release);
     unlock_consumer();
-    log(LogLevel::warning, fmt::format("Timed out flushing {} JSONL; dropping remaining records",
-                                       self.opts_.subject));
+    say(LogLevel::warning, &WriterMessages::close_timed_out);
     if (Guard g{*this}) self.hooks_->close_timed_out();
 }
 

@@ -119,9 +119,8 @@ void WriterCore::start(const std::function<void()>& before_drain)
             ec = std::make_error_code(std::errc::not_a_directory);
     }
     if (ec) {
-        impl_->log(LogLevel::error, fmt::format("Disabling {} JSONL output: {} ({})",
-                                                opts_.subject, ec.message(),
-                                                opts_.directory.native()));
+        impl_->say(LogLevel::error, &WriterMessages::disabling, ec.message(),
+                   opts_.directory.native());
         state_.store(State::disabled, std::memory_order_release);
         // Records submitted before start() cannot be written anywhere.
         if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
@@ -143,9 +142,8 @@ void WriterCore::start(const std::function<void()>& before_drain)
         ec = d.paths.start(paths_ctx);
     }
     if (ec) {
-        impl_->log(LogLevel::error, fmt::format("Disabling {} JSONL output: {} ({})",
-                                                opts_.subject, ec.message(),
-                                                d.sink->describe({})));
+        impl_->say(LogLevel::error, &WriterMessages::disabling, ec.message(),
+                   d.sink->describe({}));
         state_.store(State::disabled, std::memory_order_release);
         if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
         return;

@@ -18,6 +18,8 @@
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 
 #include "host_names.hpp"
+
+#include <fmt/format.h>
 #include "serializer_pool.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -86,6 +88,23 @@ struct WriterCore::Impl {
     explicit Impl(WriterCore& core);  // writer_core.cpp
     ~Impl();
     void log(LogLevel level, std::string_view msg) const noexcept;
+    // Logs one of WriterOptions::messages, `wording` (a member of it), with the subject as
+    // {0} and `args` after it; a format fmt rejects falls back to `fallback`'s wording.
+    template <class... Args>
+    void say(LogLevel level, std::string WriterMessages::*wording, const Args&... args) const noexcept
+    {
+        try {
+            try {
+                log(level, fmt::format(fmt::runtime(self.opts_.messages.*wording),
+                                       self.opts_.subject, args...));
+            } catch (const fmt::format_error&) {
+                log(level, fmt::format(fmt::runtime(WriterMessages{}.*wording),
+                                       self.opts_.subject, args...));
+            }
+        } catch (...) {
+            // Out of memory: the counters still tell.
+        }
+    }
 
     // --- hooks guard: the typed writer may be destroyed while the core lives on ---
     // Shared with I/O tasks so that a task can leave() after handing its completion to the

@@ -23,5 +23,6 @@
 #include <jsonlw/submit_result.hpp>
 #include <jsonlw/utc_time.hpp>
 #include <jsonlw/version.hpp>
+#include <jsonlw/writer_messages.hpp>
 #include <jsonlw/writer_options.hpp>
 #include <jsonlw/writer_stats.hpp>

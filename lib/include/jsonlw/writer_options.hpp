@@ -6,6 +6,7 @@
 #include <jsonlw/log.hpp>
 #include <jsonlw/overflow.hpp>
 #include <jsonlw/sinks/line_sink.hpp>
+#include <jsonlw/writer_messages.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -111,6 +112,8 @@ struct WriterOptions {
     // directory may be empty (the writer is then not inert; a sink that writes files needs
     // one). One writer per sink.
     std::shared_ptr<LineSink> sink{};
+    // The wording of the engine's log lines (default: "<subject> JSONL" messages).
+    WriterMessages messages{};
 };
 
 // Every field of WriterOptions, in order. A writer's own options struct (RawOutputOptions,
@@ -124,16 +127,16 @@ struct WriterOptions {
     X(flush_interval) X(overflow) X(block_timeout) X(durability) X(fsync_interval)            \
     X(shutdown_timeout) X(log) X(io_executor) X(file_io) X(file_mode) X(idle_poll)             \
     X(rotate_bytes) X(rotate_interval) X(open_suffix) X(envelope) X(serializer_threads)       \
-    X(sink)
+    X(sink) X(messages)
 
 namespace detail {
 
 // Fails to compile when WriterOptions gains a field that JSONLW_WRITER_OPTIONS_FIELDS does
-// not list (23 names here, one per field).
+// not list (24 names here, one per field).
 inline void writer_options_are_all_listed(const WriterOptions& w) noexcept
 {
     [[maybe_unused]] const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14,
-                                  f15, f16, f17, f18, f19, f20, f21, f22, f23] = w;
+                                  f15, f16, f17, f18, f19, f20, f21, f22, f23, f24] = w;
 }
 
 template <class Opts>

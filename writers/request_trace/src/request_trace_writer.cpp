@@ -31,39 +31,15 @@ WallClock::time_point stamp_of(const RequestTraceRecord& rec) noexcept
     return std::get<ResponseTrace>(rec).finished_at;
 }
 
-// The sink the core logs to, speaking TensorRT-LLM's request-trace wording where it differs
-// from the core's "<subject> JSONL" messages: "Timed out flushing request traces; ...",
-// "Disabling request trace output: ...", and in durable mode "Dropped N request trace
-// records: the writer queue is full". Called wherever the core logs (thread-safe as `inner`).
-LogSink trtllm_wording(LogSink inner, bool durable)
-{
-    return [inner = std::move(inner), durable](LogLevel level, std::string_view msg) {
-        static constexpr std::string_view core_timeout = "Timed out flushing request trace JSONL;";
-        static constexpr std::string_view core_disabling = "Disabling request trace JSONL output:";
-        static constexpr std::string_view queue_full_end = " request trace records";
-        std::string text;
-        if (msg.starts_with(core_timeout)) {
-            text = "Timed out flushing request traces;";
-            text += msg.substr(core_timeout.size());
-        } else if (msg.starts_with(core_disabling)) {
-            text = "Disabling request trace output:";
-            text += msg.substr(core_disabling.size());
-        } else if (durable && msg.starts_with("Dropped ") && msg.ends_with(queue_full_end) &&
-                   msg.find_first_not_of("0123456789", 8) == msg.size() - queue_full_end.size()) {
-            text = msg;
-            text += ": the writer queue is full";
-        }
-        const std::string_view out = text.empty() ? msg : std::string_view(text);
-        if (inner) inner(level, out);
-        else log_to_stderr(level, out);
-    };
-}
-
 WriterOptions base_options(const RequestTraceOptions& o)
 {
     WriterOptions w;
     apply_writer_options(o, w);  // every field RequestTraceOptions offers
-    w.log = trtllm_wording(o.log, o.durable);
+    // TensorRT-LLM's request-trace wording where it differs from the engine's "<subject>
+    // JSONL" messages (tensorrt_llm/serve/request_trace.py).
+    w.messages.close_timed_out = "Timed out flushing request traces; dropping remaining records";
+    w.messages.disabling = "Disabling request trace output: {1} ({2})";
+    if (o.durable) w.messages.queue_full = "Dropped {1} {0} records: the writer queue is full";
     w.stem = "request_trace";
     w.subject = "request trace";
     w.batch_records = RequestTraceWriter::batch_records;

@@ -76,7 +76,8 @@ struct PerfMetricsOptions {
     // comes from the kind, and the sizes are TensorRT-LLM's constants (queue 1024, batch 64,
     // shutdown 5 s).
     static constexpr std::string_view fixed_writer_options[] = {
-        "directory", "stem", "subject", "queue_capacity", "batch_records", "shutdown_timeout"};
+        "directory", "stem", "subject", "queue_capacity", "batch_records", "shutdown_timeout",
+        "messages"};
 };
 static_assert(covers_writer_options<PerfMetricsOptions>());
 

@@ -64,7 +64,7 @@ struct RawOutputOptions {
     // WriterOptions fields the writer sets itself: its layout (hour folders, raw-<pid>.jsonl)
     // fixes stem and subject and has no rotation.
     static constexpr std::string_view fixed_writer_options[] = {
-        "stem", "subject", "rotate_bytes", "rotate_interval", "open_suffix"};
+        "stem", "subject", "rotate_bytes", "rotate_interval", "open_suffix", "messages"};
 };
 static_assert(covers_writer_options<RawOutputOptions>());
 

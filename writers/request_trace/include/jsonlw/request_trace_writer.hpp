@@ -74,7 +74,7 @@ struct RequestTraceOptions {
     // the writer's parser and counts the sidecar's drops: a trace is a few records per request).
     static constexpr std::string_view fixed_writer_options[] = {
         "stem", "subject", "batch_records", "durability", "fsync_interval",
-        "rotate_bytes", "rotate_interval", "open_suffix", "serializer_threads"};
+        "rotate_bytes", "rotate_interval", "open_suffix", "serializer_threads", "messages"};
 };
 static_assert(covers_writer_options<RequestTraceOptions>());
 
