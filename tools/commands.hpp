@@ -1,13 +1,13 @@
 // The jsonlw command's subcommands (tools/main.cpp dispatches). Each takes the arguments after
-// its name and returns the process exit status documented in `jsonlw --help`.
+// its name and returns the process exit status documented in `jsonlw --help`; report_main is
+// the report library's, declared in its public header <jsonlw/report/report.hpp>.
 #pragma once
 
 #include <span>
 
 namespace jsonlw::tools {
 
-int demo_main(std::span<char*> args);      // tools/demo.cpp
-int report_main(std::span<char*> args);    // tools/report*.cpp
+int demo_main(std::span<char*> args);      // tools/demo/demo.cpp
 int validate_main(std::span<char*> args);  // tools/validate.cpp
 
 }  // namespace jsonlw::tools

@@ -2,6 +2,7 @@
 // stdout, progress and errors to stderr; each subcommand's exit statuses are in the help.
 #include "commands.hpp"
 
+#include <jsonlw/report/report.hpp>
 #include <jsonlw/version.hpp>
 
 #include <simdjson.h>

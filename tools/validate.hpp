@@ -4,7 +4,7 @@
 // apart, and expected in a file still being written (a rotating writer's *.jsonl.open).
 #pragma once
 
-#include "report_read.hpp"
+#include <jsonlw/report/report.hpp>
 
 #include <cstdint>
 #include <cstdio>

@@ -2,9 +2,7 @@
 // demo output is made once by the jsonlw executable, then copied until it is big enough.
 #include "runs.hpp"
 
-// bench/ has its own report.hpp (the bench's report): name the tools' headers by path.
-#include "../../tools/report.hpp"
-#include "../../tools/report_baseline.hpp"
+#include <jsonlw/report/report.hpp>
 
 #include <fmt/format.h>
 

@@ -2,8 +2,7 @@
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
-#include "report.hpp"
-#include "report_output.hpp"
+#include <jsonlw/report/report.hpp>
 
 #include <fmt/format.h>
 #include <simdjson.h>

@@ -1,4 +1,4 @@
-#include "report_perf.hpp"
+#include <jsonlw/report/detail/report_perf.hpp>
 
 #include <fmt/format.h>
 

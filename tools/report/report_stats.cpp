@@ -1,4 +1,4 @@
-#include "report_stats.hpp"
+#include <jsonlw/report/detail/report_stats.hpp>
 
 #include <algorithm>
 #include <cmath>

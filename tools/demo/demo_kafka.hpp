@@ -1,4 +1,4 @@
-// jsonlw demo --kafka (tools/demo_kafka.cpp): a KafkaSink per record kind, each producing to
+// jsonlw demo --kafka (tools/demo/demo_kafka.cpp): a KafkaSink per record kind, each producing to
 // its own topic of an in-process librdkafka mock cluster, teed (TeeSink) with the kind's
 // file sink, so the topic gets exactly the lines the files get; a consumer reads every topic
 // back meanwhile, and summarize() compares what it read with the files. Used on the demo's

@@ -20,13 +20,12 @@
 // writers.json after close; --rotate-bytes/--rotate-interval-ms rotate the perf-metrics file;
 // --kafka also sends every line the writers append through KafkaJsonWriter to an in-process
 // mock cluster and reads it back.
-#include "commands.hpp"
+#include "../commands.hpp"
 #include "demo_accounting.hpp"
 #include "demo_engine.hpp"
 #include "demo_kafka.hpp"
 #include "demo_options.hpp"
 #include "demo_summary.hpp"
-#include "progress.hpp"
 #include "slow_disk.hpp"
 #include "thread_stats.hpp"
 
@@ -34,6 +33,7 @@
 #include <jsonlw/perf_metrics_writer.hpp>
 #include <jsonlw/raw_output_snapshot.hpp>
 #include <jsonlw/raw_output_writer.hpp>
+#include <jsonlw/report/report.hpp>
 #include <jsonlw/request_trace_writer.hpp>
 #include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>

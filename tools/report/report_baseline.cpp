@@ -1,4 +1,4 @@
-#include "report_baseline.hpp"
+#include <jsonlw/report/report.hpp>
 
 #include <simdjson.h>
 

@@ -2,9 +2,9 @@
 #include "demo_summary.hpp"
 
 #include "demo_accounting.hpp"
-#include "progress.hpp"
 
 #include <jsonlw/json_line.hpp>
+#include <jsonlw/report/report.hpp>
 
 #include <algorithm>
 #include <cstdio>

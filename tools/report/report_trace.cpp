@@ -1,4 +1,4 @@
-#include "report_trace.hpp"
+#include <jsonlw/report/detail/report_trace.hpp>
 
 #include <jsonlw/request_trace_verify.hpp>
 

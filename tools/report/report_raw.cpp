@@ -1,4 +1,4 @@
-#include "report_raw.hpp"
+#include <jsonlw/report/detail/report_raw.hpp>
 
 #include <jsonlw/snapshot/first_gen.hpp>
 

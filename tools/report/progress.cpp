@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include <jsonlw/report/detail/progress.hpp>
 
 #include <fmt/format.h>
 

@@ -1,8 +1,5 @@
-// report_main: the `jsonlw report` command line (options in main.cpp's help text).
-#include "commands.hpp"
-#include "report.hpp"
-#include "report_baseline.hpp"
-#include "report_output.hpp"
+// report_main: the `jsonlw report` command line (options in tools/main.cpp's help text).
+#include <jsonlw/report/report.hpp>
 
 #include <fmt/format.h>
 

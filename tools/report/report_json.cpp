@@ -1,4 +1,4 @@
-#include "report_output.hpp"
+#include <jsonlw/report/report.hpp>
 
 #include <jsonlw/json_line.hpp>
 

@@ -1,4 +1,4 @@
-#include "report.hpp"
+#include <jsonlw/report/report.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "report_read.hpp"
+#include <jsonlw/report/detail/report_read.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
