@@ -23,8 +23,8 @@ struct LinePool {
 
 LinePool make_pool(std::size_t line_bytes, std::size_t count = 64);
 
-// A pool of one line: the seed's aggregated worker record (reference/trtllm-writers.md §2.4),
-// minified.
+// A pool of one line: the seed's aggregated worker record (a WorkerPerfMetricsRecord line,
+// tensorrt_llm/serve/_perf_metrics_schema.py), minified.
 LinePool seed_worker_pool();
 
 // The bytes `records` lines take in a file, in pool order: what the write() limit appends.

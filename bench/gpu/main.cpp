@@ -1,4 +1,4 @@
-// jsonlw-bench-gpu: the snapshot stage on a GPU (docs/snapshot.md §5), as JSON.
+// jsonlw-bench-gpu: the snapshot stage on a GPU (docs/snapshot.md, "Speed"), as JSON.
 //   jsonlw-bench-gpu [--quick] [--json FILE]
 // Reports the device, the measured read and D2D copy ceilings, the fused pass (partial, merge,
 // both) over a grid of shapes with % of 4.8 TB/s and % of the measured read ceiling, a naive

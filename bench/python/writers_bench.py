@@ -39,7 +39,7 @@ import jsonlw
 from jsonlw import SubmitResult
 from jsonlw.trtllm import PerfMetricsJsonlWriter, RawOutputDump
 
-# --- the baseline perf-metrics writer (reference §1.0, §1.1, §2.3) ------------------------
+# --- the baseline perf-metrics writer (tensorrt_llm/serve/perf_metrics.py) ----------------
 
 _TIMING_KEYS = ("timing_metrics", "first_iter", "last_iter", "kv_cache_metrics",
                 "speculative_decoding")
@@ -147,7 +147,8 @@ class BaselinePerfMetricsWriter:
         await asyncio.wait_for(self._task, self.TIMEOUT)
 
 
-# --- the baseline raw-output hook (reference §1.4: synchronous, one append per record) ----
+# --- the baseline raw-output hook (tensorrt_llm/executor/raw_output_hook.py: synchronous,
+# one append per record) ------------------------------------------------------------------
 
 class BaselineRawOutputDump:
     def __init__(self, directory):

@@ -77,7 +77,8 @@ struct jsonlw::RawJsonWriterProbe {
 namespace bench {
 namespace {
 
-// The seed's aggregated worker record (reference/trtllm-writers.md §2.4) as a typed struct.
+// The seed's aggregated worker record (a WorkerPerfMetricsRecord line,
+// tensorrt_llm/serve/_perf_metrics_schema.py) as a typed struct.
 struct StepMetrics {
     std::optional<int> iter;
     double forward_start_time, forward_end_time, sample_start_time, sample_end_time;

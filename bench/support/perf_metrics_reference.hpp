@@ -1,4 +1,5 @@
-// The perf-metrics reference records (reference/trtllm-writers.md §2.4) as typed records, and
+// The perf-metrics reference records (the aggregated worker example and the 12-span disagg
+// example of docs/writers.md, "Disagg-server line") as typed records, and
 // the seed worker's golden line: one definition that jsonlw-bench and the perf-metrics tests
 // both build, so the bench times exactly the record the tests check byte for byte.
 #pragma once

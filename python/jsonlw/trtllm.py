@@ -1,5 +1,5 @@
-"""Drop-ins for TensorRT-LLM's serving writers (reference/trtllm-writers.md §1.1, §1.2, §1.4),
-with the C++ writers behind them:
+"""Drop-ins for TensorRT-LLM's serving writers (PerfMetricsJsonlWriter, RawOutputDump,
+RequestTraceWriter), with the C++ writers behind them:
 
     from jsonlw.trtllm import PerfMetricsJsonlWriter      # tensorrt_llm.serve.perf_metrics
     --post_processor_hook jsonlw.trtllm.RawOutputDump     # tensorrt_llm.executor.raw_output_hook
@@ -56,8 +56,9 @@ class PerfMetricsJsonlWriter(WriterBase):
 
     `output_dir` None or empty: inert. File <output_dir>/perf_metrics-<kind>-<hostname>-
     <pid>-<YYYYMMDDTHHMMSSZ>.jsonl (the time taken at start()); queue 1024, batches of 64,
-    5 s shutdown. submit(record) takes the internal record the middleware builds (§2.1) and
-    the C++ writer applies the §2.3 rules; any thread, never blocks, returns a SubmitResult.
+    5 s shutdown. submit(record) takes the internal record the middleware builds
+    (PerfMetricsMiddleware) and the C++ writer applies the _jsonl_record rules; any thread,
+    never blocks, returns a SubmitResult.
     """
 
     QUEUE_SIZE = 1024

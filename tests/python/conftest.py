@@ -26,7 +26,8 @@ def read_records(directory, pattern="**/*.jsonl"):
     return [json.loads(line) for line in read_lines(directory, pattern)]
 
 
-# The internal record TensorRT-LLM's middleware submits for the §2.4 aggregated example.
+# The internal record TensorRT-LLM's middleware (PerfMetricsMiddleware,
+# tensorrt_llm/serve/perf_metrics.py) submits for the aggregated worker example.
 WORKER_RECORD = {
     "schema_version": 1,
     "request_id": "42",
@@ -62,7 +63,7 @@ WORKER_RECORD = {
     },
 }
 
-# §2.4 aggregated example as the file holds it (Python's compact json.dumps of the parsed
+# The aggregated worker example as the file holds it (Python's compact json.dumps of the parsed
 # values; the same bytes as the C++ PerfMetricsWriter's golden test).
 WORKER_LINE = (
     b'{"request_id":42,"perf_metrics":{"timing_metrics":{"arrival_time":1000.0021,'

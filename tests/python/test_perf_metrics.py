@@ -1,5 +1,6 @@
-"""jsonlw.trtllm.PerfMetricsJsonlWriter: TensorRT-LLM's PerfMetricsJsonlWriter surface (§1.1),
-the §2.3 rules applied in C++, and the §2.4 golden lines byte for byte."""
+"""jsonlw.trtllm.PerfMetricsJsonlWriter: TensorRT-LLM's PerfMetricsJsonlWriter surface
+(tensorrt_llm/serve/perf_metrics.py), its _jsonl_record rules applied in C++, and the golden
+example lines byte for byte."""
 
 import asyncio
 import copy
@@ -56,7 +57,7 @@ def test_the_disagg_spans_are_one_to_twelve_ms():
     assert spans == list(range(1, 13))
 
 
-# --- §2.3 rules -----------------------------------------------------------------------------
+# --- _jsonl_record rules ---------------------------------------------------------------------
 
 def test_no_disagg_phase_gives_the_worker_shape_from_the_server_phase():
     r = json.loads(line(simple_record("abc")))
@@ -84,7 +85,7 @@ def test_kv_cache_hit_rate_is_stripped():
 
 
 # kv_cache_metrics as given, and the bytes TensorRT-LLM writes for it: the dict minus
-# kv_cache_hit_rate, an empty one still emitted (§2.3 rule 3).
+# kv_cache_hit_rate, an empty one still emitted (as _jsonl_record does).
 KV_CASES = [
     ({}, b'{}'),
     ({"kv_cache_hit_rate": 0.5}, b'{}'),
@@ -225,7 +226,7 @@ def test_missing_disagg_keys_are_malformed(key):
         line(rec)
 
 
-# --- the writer (§1.0, §1.1) -----------------------------------------------------------------
+# --- the writer (PerfMetricsJsonlWriter, tensorrt_llm/serve/perf_metrics.py) -----------------
 
 async def test_an_empty_phases_record_is_dropped_and_counted_while_the_next_is_written(
         out_dir, caplog):

@@ -1,4 +1,5 @@
-"""Every optional field of the §2.2 line shapes, from the Python record to the bytes: the
+"""Every optional field of the line shapes (tensorrt_llm/serve/_perf_metrics_schema.py;
+docs/writers.md, "Perf metrics"), from the Python record to the bytes: the
 binding reads each dict in one walk into its own field table (python/jsonlw/native/
 perf_metrics.cpp), so a field it misnamed or dropped would vanish from the file silently.
 The dicts are given in scrambled key order: the line keeps it, as TensorRT-LLM's writer

@@ -1,5 +1,6 @@
-"""jsonlw.trtllm.RawOutputDump: TensorRT-LLM's raw-output post-processor hook (§1.4 and the
-test list of seeds/000), on the C++ RawOutputWriter (queued: no file I/O in the caller)."""
+"""jsonlw.trtllm.RawOutputDump: TensorRT-LLM's raw-output post-processor hook
+(tensorrt_llm/executor/raw_output_hook.py, and the test list of seeds/000), on the C++
+RawOutputWriter (queued: no file I/O in the caller)."""
 
 import dataclasses
 import datetime
@@ -303,7 +304,7 @@ def test_a_dict_chunk_is_accepted(dump, out_dir):
 
 
 def test_tensorrt_llms_own_verdict_is_returned_when_it_is_importable(out_dir, monkeypatch):
-    # A stand-in shaped like the hook interface of §1.4.
+    # A stand-in shaped like the hook interface of tensorrt_llm/executor/postprocessor_hook.py.
     class PostProcessorHookAction:
         def __init__(self, kind, text=None):
             self.kind, self.text = kind, text

@@ -1,4 +1,5 @@
-"""jsonlw.trtllm.RawOutputDump under faults and at the byte level (§1.4): an append that
+"""jsonlw.trtllm.RawOutputDump under faults and at the byte level
+(tensorrt_llm/executor/raw_output_hook.py): an append that
 fails (the hour folder is a regular file) costs its records, counted as write errors with one
 warning, never the served text; unreadable chunks warn at the 1st and every 1000th; the
 default bound is TensorRT-LLM's 4096 outputs; started_at is the first chunk's time; text is

@@ -1,4 +1,5 @@
-"""jsonlw.trtllm.RequestTraceWriter: TensorRT-LLM's request/response recording (§1.2):
+"""jsonlw.trtllm.RequestTraceWriter: TensorRT-LLM's request/response recording
+(tensorrt_llm/serve/request_trace.py):
 layout, redaction, sessions, hook semantics, durable mode and its sidecar."""
 
 import asyncio

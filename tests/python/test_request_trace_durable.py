@@ -1,7 +1,8 @@
-"""jsonlw.trtllm.RequestTraceWriter(durable=True), §1.2's durable version from Python: a torn
-fragment left in a shard is isolated by a newline before the next append and counted; the
-sidecar carries every field §1.2 lists, its counts equal the close report's, and a close that
-times out on a disk that stopped still publishes a closed sidecar counting what it dropped
+"""jsonlw.trtllm.RequestTraceWriter(durable=True), the durable version of
+tensorrt_llm/serve/request_trace.py from Python: a torn fragment left in a shard is isolated
+by a newline before the next append and counted; the sidecar carries every field
+TensorRT-LLM's sidecar has, its counts equal the close report's, and a close that times out
+on a disk that stopped still publishes a closed sidecar counting what it dropped
 (TensorRT-LLM's durable writer does so after its drain times out)."""
 
 import asyncio

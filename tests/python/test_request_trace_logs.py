@@ -1,4 +1,5 @@
-"""jsonlw.trtllm.RequestTraceWriter's lifecycle messages, faults and text rules (§1.0, §1.2):
+"""jsonlw.trtllm.RequestTraceWriter's lifecycle messages, faults and text rules
+(tensorrt_llm/serve/request_trace.py):
 "Recording request traces to <dir>" at start, "Disabling request trace output: ..." when the
 directory cannot be made (a path through a regular file), "Failed to write request trace
 JSONL: ..." when an append fails (its hour folder is a regular file), non-ASCII written raw,

@@ -1,4 +1,5 @@
-"""A disk that stops returning, for each drop-in (reference §1.0: close() gives up after its
+"""A disk that stops returning, for each drop-in (as TensorRT-LLM's writers in
+tensorrt_llm/serve/perf_metrics.py and request_trace.py do: close() gives up after its
 5 s shutdown timeout with "Timed out flushing ...; dropping remaining records", and a full
 queue warns at the 1st and every 1000th drop). The fault is real: where the writer's file
 goes there is a FIFO that is already full, so the writer's first append blocks in the kernel

@@ -5,12 +5,12 @@ Written from the behaviour of tensorrt_llm/serve/perf_metrics.py (build_request_
 build_metrics_headers, build_metrics_record_from_headers, combine_disagg_metrics,
 PerfMetricsMiddleware, _jsonl_perf_metrics, _jsonl_worker_metrics, _jsonl_record) and
 tensorrt_llm/serve/openai_disagg_server.py (RawRequestResponseHooks.on_resp_done); see
-../shared/reference/trtllm-writers.md §2.3. Not their code: the same steps, in the same order,
+docs/writers.md, "Perf metrics". Not their code: the same steps, in the same order,
 so the dicts come out with the same keys in the same order.
 
 trtllm_line(submitted) is the line TensorRT-LLM's writer writes for a submitted record
 (compact json.dumps, NaN rejected). Where the writer version read differs from the newer rule
-the reference tells jsonlw to follow (§2.3 rule 4: transfer stamps are kept without
+of TensorRT-LLM's unit tests that jsonlw follows (transfer stamps are kept without
 kv_cache_size and stripped only when None or 0), the port follows the newer rule; the records
 the tests build never fall between the two (a transfer without kv_cache_size only comes from
 headers, which the version read never carried).

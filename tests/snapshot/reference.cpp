@@ -1,5 +1,6 @@
-// reference_row: the semantics every snapshot backend must match (docs/snapshot.md §4.4),
-// checked on hand-built rows and against a brute force (full sort + long-double lse).
+// reference_row: the semantics every snapshot backend must match (docs/snapshot.md, "Exact
+// semantics"), checked on hand-built rows and against a brute force (full sort + long-double
+// lse).
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 

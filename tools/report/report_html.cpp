@@ -30,7 +30,7 @@ std::string esc(std::string_view s)
     return o;
 }
 
-// The 12 §5.1 spans' colours, in order; other spans share the last.
+// The 12 time_breakdown.py spans' colours, in order; other spans share the last.
 constexpr const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
                                    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b",
                                    "#666666"};

@@ -244,7 +244,9 @@ void PerfAccumulator::add_worker(object rec, std::uint64_t order)
     std::array<double, 6> chain{};
     std::size_t n = 0;
     Span first_span;
-    if (!std::isnan(kv_end)) {  // a generation worker (§5.2: kv_cache_transfer_end present)
+    // kv_cache_transfer_end present: a generation worker, as TensorRT-LLM's perf-sanity
+    // aggregator (tests/integration/defs/perf/time_breakdown_metrics.py) classifies it.
+    if (!std::isnan(kv_end)) {
         ++gen_worker_lines[index(src)];
         chain = {server_arrival, arrival, s("kv_cache_transfer_start"), kv_end, first_scheduled,
                  server_first_token};
@@ -294,7 +296,7 @@ void PerfAccumulator::add_disagg(object rec, std::uint64_t order)
     const auto g = [&](std::string_view k) { return has_gt ? stamp(gt, k) : nan; };
     const double arrival = stamp(rec, "disagg_server_arrival_time");
     const double first_token = stamp(rec, "disagg_server_first_token_time");
-    // The §5.1 chain: span k runs from chain[k-1] to chain[k].
+    // The time_breakdown.py chain: span k runs from chain[k-1] to chain[k].
     const std::array<double, 13> chain{
         arrival, c("server_arrival_time"), c("arrival_time"), c("first_scheduled_time"),
         c("first_token_time"), c("server_first_token_time"), g("server_arrival_time"),

@@ -146,7 +146,7 @@ public:
 
     ~CudaStage() override
     {
-        // §3.3 item 8: no more captures; the copy stream's work done (its host functions run);
+        // Teardown order: no more captures; the copy stream's work done (its host functions run);
         // every batch handed on (the watchdog still running for a failed context); then the
         // watchdog stopped and the device objects destroyed. Pinned slots stay with the ring
         // until the last lease goes.

@@ -1,7 +1,8 @@
 // The CUDA backend's device work, as plain launch functions the host code (cuda_stage.cpp,
 // compiled by g++) calls. Free of device code and of Asio; kernels.cu defines them.
 //
-// One step is two kernels on the caller's stream (docs/snapshot.md §2.4):
+// One step is two kernels on the caller's stream (docs/snapshot.md, "Calling it from a decode
+// loop"):
 //   partial: grid (tiles, rows), 256 threads. Each CTA reads one tile of one row exactly once
 //            (streaming 16-byte loads; an unaligned head and tail done element-wise) and writes
 //            a TilePartial (max, sum of exp, the rank count, NaN/+inf counts) plus every element

@@ -1,9 +1,10 @@
-// jsonlw._native.PerfMetricsWriter: TensorRT-LLM's internal perf-metrics record (a dict,
-// reference §2.1) read into a PerfMetricsRecord on the caller's thread (GIL held), then queued
-// to the C++ PerfMetricsWriter, which applies the §2.3 rules when it serializes (I/O thread,
-// no GIL). A dict that cannot be read is queued as a record marked malformed: the writer drops
+// jsonlw._native.PerfMetricsWriter: TensorRT-LLM's internal perf-metrics record (a dict, as
+// PerfMetricsMiddleware in tensorrt_llm/serve/perf_metrics.py builds it) read into a
+// PerfMetricsRecord on the caller's thread (GIL held), then queued to the C++
+// PerfMetricsWriter, which applies the _jsonl_record rules when it serializes (I/O thread, no
+// GIL). A dict that cannot be read is queued as a record marked malformed: the writer drops
 // and counts it (dropped.malformed) and logs "Dropped malformed performance metrics record:
-// <why>", exactly where a record that fails the §2.3 rules is.
+// <why>", exactly where a record that fails the _jsonl_record rules is.
 #include "dict_shape.hpp"
 #include "writer_box.hpp"
 

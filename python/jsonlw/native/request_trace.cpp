@@ -1,5 +1,6 @@
 // jsonlw._native.RequestTraceWriter: the C++ RequestTraceWriter, fed with request and
-// response lines as dicts of their fields (reference §3.1, §3.2). Read on the caller's
+// response lines as dicts of their fields (requests-/responses-<pid>.jsonl,
+// tensorrt_llm/serve/request_trace.py). Read on the caller's
 // thread with the GIL held; redaction, session sanitizing, body validation and timestamps
 // happen when the writer serializes (I/O thread, no GIL). A dict that cannot be read is
 // queued marked malformed: dropped, counted (dropped.malformed) and logged by the writer.

@@ -1,5 +1,6 @@
-// The perf-metrics line shapes, without a writer: the two hand-built examples of reference
-// §2.4 byte for byte, and each transformation rule of §2.3 (ids, unknown times, KV stamps,
+// The perf-metrics line shapes, without a writer: the two hand-built examples (an aggregated
+// worker's, and docs/writers.md's "Disagg-server line") byte for byte, and each transformation
+// rule of _jsonl_record in tensorrt_llm/serve/perf_metrics.py (ids, unknown times, KV stamps,
 // speculative decoding, time breakdown, malformed records). Every line is parsed back with
 // simdjson and its fields checked.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
@@ -95,8 +96,9 @@ struct Parsed {
     }
 };
 
-// Reference §2.4, disagg server: the "12 distinct non-zero spans" stamps, its timing keys in
-// the order the reference's example gives them.
+// The disagg-server example (docs/writers.md, "Disagg-server line"): the "12 distinct non-zero
+// spans" stamps of TensorRT-LLM's perf-metrics unit test, its timing keys in the order that
+// example gives them.
 PerfMetricsRecord disagg_example()
 {
     PerfMetricsRecord r;
@@ -444,7 +446,7 @@ TEST_CASE("kv_cache_metrics carries only the counts it holds, and is {} with non
           "[perf_metrics][rules]")
 {
     // TensorRT-LLM strips kv_cache_hit_rate from the dict it was given and writes the rest,
-    // an empty dict included (reference §2.3 rule 3).
+    // an empty dict included (_jsonl_record, tensorrt_llm/serve/perf_metrics.py).
     using jsonlw::KvCacheCounts;
     PerfMetricsRecord r = minimal_worker("10");
     const auto line_with = [&](std::string_view kv) {

@@ -400,7 +400,8 @@ TEST_CASE("a first_gen_logits row rides on its output's record in TensorRT-LLM's
     Harness h;
     RawOutputWriter w(h.executor(), options(h));
     h.start(w);
-    // fp16 [1, -2, 0.5, 65504]: the golden vector of reference/snapshot-stage.md 1.6.
+    // fp16 [1, -2, 0.5, 65504]: a golden vector of TensorRT-LLM's _serialize_first_gen_logits
+    // (tensorrt_llm/serve/openai_protocol.py).
     const std::vector<std::byte> bytes = {std::byte{0x00}, std::byte{0x3c}, std::byte{0x00},
                                           std::byte{0xc0}, std::byte{0x00}, std::byte{0x38},
                                           std::byte{0xff}, std::byte{0x7b}};

@@ -1,6 +1,7 @@
-// The perf-metrics line shapes: TensorRT-LLM's _jsonl_record() rules (reference §2.3, with
-// the newer KV-stamp rule) plus jsonlw's rule for unknown times (left out, or null where the
-// key is required; never 0, which time_breakdown.py would read as a real stamp).
+// The perf-metrics line shapes: TensorRT-LLM's _jsonl_record() rules
+// (tensorrt_llm/serve/perf_metrics.py, with the newer KV-stamp rule) plus jsonlw's rule for
+// unknown times (left out, or null where the key is required; never 0, which
+// time_breakdown.py would read as a real stamp).
 #include <jsonlw/perf_metrics_record.hpp>
 
 #include <fmt/format.h>

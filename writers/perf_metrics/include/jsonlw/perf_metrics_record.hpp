@@ -1,5 +1,6 @@
-// The perf-metrics record a serving process submits (TensorRT-LLM's internal record, §2.1 of
-// the reference) and how it becomes one JSON line (its JSONL shapes, §2.2–2.3).
+// The perf-metrics record a serving process submits (TensorRT-LLM's internal record, as
+// PerfMetricsMiddleware in tensorrt_llm/serve/perf_metrics.py builds it) and how it becomes one
+// JSON line (its JSONL shapes, tensorrt_llm/serve/_perf_metrics_schema.py, by _jsonl_record).
 //
 // Times are steady-clock seconds (monotonic, arbitrary origin — not wall time) unless a field
 // says milliseconds. std::nullopt means "not measured"; so does a timestamp <= 0, which

@@ -33,7 +33,7 @@ enum class RequestTraceStatus {
     rejected_400,  // "rejected_400": refused before the engine (validation_errors says why)
 };
 
-// A request line (reference §3.1).
+// A request line (requests-<pid>.jsonl, tensorrt_llm/serve/request_trace.py).
 struct RequestTrace {
     // "tr_" + 32 lowercase hex (new_trace_id()); repeated on the response line. Empty: the
     // record is malformed (dropped, counted).
@@ -84,7 +84,7 @@ struct TraceTermination {
     std::optional<std::string> detail;  // free text; null when absent
 };
 
-// A response line (reference §3.2).
+// A response line (responses-<pid>.jsonl, tensorrt_llm/serve/request_trace.py).
 struct ResponseTrace {
     std::string trace_id;  // as on the request line; empty: malformed
     std::string session;   // raw; written sanitized

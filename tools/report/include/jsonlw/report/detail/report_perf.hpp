@@ -1,6 +1,7 @@
 // The perf-metrics part of the report: the time-breakdown spans of TensorRT-LLM's
-// time_breakdown.py (reference §5.1: the 12 disaggregated TTFT spans), the per-step and
-// per-chunk spans of its perf-sanity aggregator (§5.2), and queue / TTFT / end-to-end / time
+// tensorrt_llm/serve/scripts/time_breakdown/time_breakdown.py (the 12 disaggregated TTFT
+// spans), the per-step and per-chunk spans of its perf-sanity aggregator
+// (tests/integration/defs/perf/time_breakdown_metrics.py), and queue / TTFT / end-to-end / time
 // per output token, all in milliseconds. A span whose start or end is missing (absent, null,
 // not a number, <= 0) or inverted (end before start) is left out and counted, never
 // reported as 0: a 0 would be indistinguishable from a measurement.
@@ -44,7 +45,8 @@ struct SpanInfo {
     bool worker;  // computed from worker lines
 };
 const SpanInfo& span_info(Span s) noexcept;
-// The 12 §5.1 spans, in order (span k of the reference's example lasts k ms).
+// The 12 time_breakdown.py spans, in order (span k of the example in docs/writers.md,
+// "Disagg-server line", lasts k ms).
 inline constexpr std::size_t timeline_span_count = 12;
 
 // One request's row in the HTML timeline: its spans relative to its own start.
