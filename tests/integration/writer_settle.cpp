@@ -89,5 +89,7 @@ TEST_CASE("settle never counts more records than the group holds", "[integration
     CHECK(report.stats.written == 3);
     CHECK(report.stats.dropped.write_error == 0);
     CHECK(report.stats.unknown == 0);
+    // Every line was delivered: all of their bytes count.
+    CHECK(report.stats.bytes == std::string(R"({"id":0})" "\n").size() * 3);
     CHECK(invariant_holds(report.stats));
 }

@@ -267,8 +267,10 @@ protected:
     AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
                         std::optional<std::uint64_t> delivered_bytes = {}) noexcept
     {
+        // `delivered` may exceed the group (a caller that counts per batch, not per group):
+        // every line delivered then.
         const std::uint64_t bytes = delivered_bytes ? *delivered_bytes
-                                    : delivered == lines.records ? lines.bytes.size()
+                                    : delivered >= lines.records ? lines.bytes.size()
                                                                  : 0;
         return core_->settle(lines, delivered, failed, bytes);
     }
