@@ -2,18 +2,25 @@
 // and partitions read back by a consumer, broker errors and brokers taken down (counted
 // failures or retried deliveries, never a hang), librdkafka's bounded queue, a timed-out close.
 #include <jsonlw/kafka_writer.hpp>
+#include <jsonlw/perf_metrics_clock.hpp>
+#include <jsonlw/perf_metrics_writer.hpp>
+#include <jsonlw/sinks/file_sink.hpp>
+#include <jsonlw/sinks/tee_sink.hpp>
 
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
+#include "files.hpp"
 #include "io_runner.hpp"
 #include "log_capture.hpp"
+#include "temp_dir.hpp"
 #include "wait.hpp"
 
 #include <fmt/format.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -485,4 +492,52 @@ TEST_CASE("Without brokers the writer is inert; a property librdkafka rejects di
         CHECK_FALSE(writer.enabled());
         CHECK(logs.count(jsonlw::LogLevel::error, "no topic") == 1);
     }
+}
+
+TEST_CASE("Any writer goes to Kafka: a PerfMetricsWriter teed to its file and a KafkaSink "
+          "sends every line of the file as one message keyed by its request_id",
+          "[kafka][integration]")
+{
+    MockCluster cluster;
+    cluster.create_topic("perf", 2);
+    LogCapture logs;
+    jsonlw_test::TempDir dir;
+    IoRunner io;
+    auto file = std::make_shared<jsonlw::FileSink>();
+    auto kafka = std::make_shared<jsonlw::KafkaSink>(kafka_options(cluster, "perf"));
+    auto tee = std::make_shared<jsonlw::TeeSink>(
+        std::vector<std::shared_ptr<jsonlw::LineSink>>{file, kafka});
+    jsonlw::PerfMetricsOptions po;
+    po.log = logs.sink();
+    po.sink = tee;
+    jsonlw::PerfMetricsWriter w(io.executor(), dir.path(), "server", po);
+    w.start();
+    io.start();
+    for (int i = 0; i < 50; ++i)
+        REQUIRE(w.submit(jsonlw::worker_record(std::to_string(1000 + i), {})) ==
+                SubmitResult::accepted);
+    const auto report = close(w);
+    INFO(logs.dump());
+    CHECK(report.stats.written == 50);
+    CHECK(invariant_holds(report.stats));
+    const auto k = tee->branch(1);
+    CHECK(k.written == 50);
+    CHECK(k.failed == 0);
+    CHECK(k.unknown == 0);
+    CHECK(kafka->stats().delivered == 50);
+
+    REQUIRE(file->files().size() == 1);
+    std::vector<std::string> lines = jsonlw_test::read_lines(file->files().front());
+    REQUIRE(lines.size() == 50);
+    CHECK(k.bytes == jsonlw_test::read_file(file->files().front()).size());
+    std::vector<std::string> values;
+    for (const Message& m : consume_all(cluster, "perf", 2)) {
+        values.push_back(m.value);
+        // The key is the line's request_id.
+        REQUIRE(m.key.has_value());
+        CHECK(m.value.starts_with("{\"request_id\":" + *m.key + ","));
+    }
+    std::sort(lines.begin(), lines.end());
+    std::sort(values.begin(), values.end());
+    CHECK(values == lines);
 }
