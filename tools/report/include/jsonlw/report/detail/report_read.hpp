@@ -103,7 +103,7 @@ struct FileIntegrity {
 enum class JsonlFiles : std::uint8_t {
     closed,     // *.jsonl only (what `report` reads)
     with_open,  // also *.jsonl.open: a rotating writer's file still being written (its
-                // default open_suffix, lib/include/jsonlw/writer_options.hpp)
+                // default open_suffix, lib/core/include/jsonlw/writer_options.hpp)
 };
 
 // Every regular *.jsonl (and *.jsonl.open, when asked) under dir, recursively, sorted by path.

@@ -1,5 +1,5 @@
-// WriterCore::Impl: the state every part of the core shares, and the one place that says
-// which file owns which part. Included only by the core's .cpp files (libjsonlw internal).
+// WriterCore::Impl: the state every part of the engine shares, and the one place that says
+// which file of lib/core/src/engine/ owns which part. Included only by those files.
 //
 //   writer_core.cpp  the public WriterCore: construction, start(), shutdown(), envelope
 //   drain.cpp        the drain coroutine on the strand, its wake-ups, the hops to the I/O thread
@@ -17,7 +17,7 @@
 #include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 
-#include "host_names.hpp"
+#include "../host_names.hpp"
 
 #include <fmt/format.h>
 #include "serializer_pool.hpp"

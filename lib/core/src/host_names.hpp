@@ -1,4 +1,4 @@
-// The names files and writer ids are made of (defined in writer_core.cpp; libjsonlw internal).
+// The names files and writer ids are made of (host_names.cpp; libjsonlw internal).
 #pragma once
 
 #include <ctime>

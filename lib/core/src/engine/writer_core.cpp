@@ -37,22 +37,6 @@ std::uint64_t next_generation() noexcept
 
 }  // namespace
 
-std::string host_name()
-{
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
-    return buf;
-}
-
-std::string utc_stamp(std::time_t now)
-{
-    std::tm tm{};
-    ::gmtime_r(&now, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-    return buf;
-}
-
 WriterCore::Impl::Impl(WriterCore& core)
     : self(core),
       strand(asio::make_strand(core.ex_)),
