@@ -144,9 +144,20 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
             claimed - consumed < o.batch_records) {
             d.wake_at.store(consumed + o.batch_records, std::memory_order_relaxed);
             w.wake_state_.store(lingering, std::memory_order_seq_cst);
-            boost::system::error_code ec;
-            d.wake_timer.expires_after(o.flush_interval);
-            co_await d.wake_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            // The batch may have filled between the count above and the store: a producer
+            // that pushed then saw the drain awake and posted nothing, so look again after
+            // the store (as the park does) instead of waiting the whole interval for it.
+            bool filled = false;
+            {
+                Guard g(d);
+                if (!g) break;
+                filled = w.hooks_->claimed() - consumed >= o.batch_records;
+            }
+            if (!filled) {
+                boost::system::error_code ec;
+                d.wake_timer.expires_after(o.flush_interval);
+                co_await d.wake_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            }
             w.wake_state_.store(awake, std::memory_order_seq_cst);
         }
         d.yield_hop.store(d.closing || !d.flush_waiters.empty(), std::memory_order_relaxed);
