@@ -1,6 +1,7 @@
 #include <jsonlw/request_trace_writer.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 
+#include "ledger_sink.hpp"
 #include "trace_accounting.hpp"
 
 #include <fmt/format.h>
@@ -31,7 +32,22 @@ WallClock::time_point stamp_of(const RequestTraceRecord& rec) noexcept
     return std::get<ResponseTrace>(rec).finished_at;
 }
 
-WriterOptions base_options(const RequestTraceOptions& o)
+// "-<pid>" unless the options name the suffix.
+std::string writer_suffix_of(const RequestTraceOptions& o)
+{
+    return o.writer_suffix ? *o.writer_suffix : fmt::format("-{}", static_cast<long>(::getpid()));
+}
+
+// The durable mode's ledger (null otherwise, or without a directory).
+std::shared_ptr<detail::TraceAccounting> ledger_for(const RequestTraceOptions& o)
+{
+    if (!o.durable || o.directory.empty()) return nullptr;
+    return std::make_shared<detail::TraceAccounting>(o.directory, writer_suffix_of(o), o.log);
+}
+
+// `ledger`: in durable mode the sink is wrapped so that every group's result reaches it.
+WriterOptions base_options(const RequestTraceOptions& o,
+                           const std::shared_ptr<detail::TraceAccounting>& ledger)
 {
     WriterOptions w;
     apply_writer_options(o, w);  // every field RequestTraceOptions offers
@@ -48,6 +64,7 @@ WriterOptions base_options(const RequestTraceOptions& o)
     // No directory: the writer is inert, whatever the sink.
     if (w.directory.empty()) w.sink.reset();
     else if (!w.sink) w.sink = std::make_shared<PartitionedFileSink>();
+    if (w.sink && ledger) w.sink = std::make_shared<detail::LedgerSink>(w.sink, ledger);
     return w;
 }
 
@@ -65,14 +82,10 @@ struct BatchDelta {
 }  // namespace
 
 struct RequestTraceWriter::Impl {
-    Impl(const RequestTraceOptions& o)
-        : directory(o.directory),
-          suffix(o.writer_suffix ? *o.writer_suffix
-                                 : fmt::format("-{}", static_cast<long>(::getpid()))),
-          log(o.log)
+    Impl(const RequestTraceOptions& o, std::shared_ptr<detail::TraceAccounting> ledger)
+        : directory(o.directory), suffix(writer_suffix_of(o)), log(o.log),
+          accounting(std::move(ledger))
     {
-        if (o.durable && !o.directory.empty())
-            accounting.emplace(o.directory, suffix, o.log);
     }
 
     void info(std::string_view msg) const noexcept
@@ -213,7 +226,8 @@ struct RequestTraceWriter::Impl {
     const std::string suffix;
     const LogSink log;
     std::atomic<bool> started{false};  // start() found the directory usable
-    std::optional<detail::TraceAccounting> accounting;  // durable mode only
+    // Durable mode only: the ledger the sink decorator (LedgerSink) fills, published here.
+    const std::shared_ptr<detail::TraceAccounting> accounting;
     // A closed sidecar was published (or is being, by timeout_publisher): any thread.
     std::atomic<bool> closed_published{false};
     // Publishes the closed sidecar when a close times out (the I/O thread may be stuck in an
@@ -230,8 +244,15 @@ struct RequestTraceWriter::Impl {
 };
 
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
-    : JsonlRecordWriter<RequestTraceRecord>(std::move(ex), base_options(opts)),
-      impl_(std::make_unique<Impl>(opts))
+    : RequestTraceWriter(std::move(ex), opts, ledger_for(opts))
+{
+}
+
+RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex,
+                                       const RequestTraceOptions& opts,
+                                       std::shared_ptr<detail::TraceAccounting> ledger)
+    : JsonlRecordWriter<RequestTraceRecord>(std::move(ex), base_options(opts, ledger)),
+      impl_(std::make_unique<Impl>(opts, std::move(ledger)))
 {
 }
 
@@ -329,15 +350,14 @@ void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
             std::span<const RequestTraceRecord* const>(g.records.data(), g.records.size()));
         g.records.clear();
         if (lines.records == 0) continue;  // every record of the group was malformed
-        // The base isolates a torn tail with '\n' (r.isolated_fragment) and classifies the
-        // lines of a failed append; the sidecar mirrors both.
+        // The sink isolates a torn tail with '\n' (r.isolated_fragment) and classifies the
+        // lines of a failed append; the ledger (LedgerSink) mirrors both.
         const AppendResult r = write_lines(rel, lines);
         d.delta.written += r.records_written;
         d.delta.unknown += r.records_unknown;
         d.delta.write_error += r.records_failed;
         if (r.ok()) d.delta.sanitized += lines.sanitized;
         else failed = true;
-        if (d.accounting) d.accounting->on_append(rel, lines, r);
     }
     if (!d.accounting) return;
     if (!failed && !d.accounting->publication_due(std::chrono::steady_clock::now(),

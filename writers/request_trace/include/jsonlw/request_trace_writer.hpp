@@ -34,6 +34,10 @@
 
 namespace jsonlw {
 
+namespace detail {
+class TraceAccounting;  // the durable mode's ledger (src/trace_accounting.hpp)
+}
+
 struct RequestTraceOptions {
     // Output directory (TRTLLM_REQUEST_TRACE_DIR). Empty: the writer is inert.
     std::filesystem::path directory{};
@@ -117,6 +121,8 @@ protected:
 
 private:
     struct Impl;
+    RequestTraceWriter(boost::asio::any_io_executor ex, const RequestTraceOptions& opts,
+                       std::shared_ptr<detail::TraceAccounting> ledger);
     std::unique_ptr<Impl> impl_;
 };
 
