@@ -88,7 +88,7 @@ Outcome run_with(std::size_t serializers, const std::vector<Rec>& records, Make 
         if (!e.is_regular_file()) continue;
         std::string rel = std::filesystem::relative(e.path(), h.dir.path()).string();
         // The default layout's name holds the start time: keep only what does not vary.
-        if (rel.rfind("records-", 0) == 0) rel = "records.jsonl";
+        if (rel.rfind(o.stem + "-", 0) == 0) rel = o.stem + ".jsonl";
         out.files.push_back(rel);
         out.files.push_back(read_file(e.path()));
     }
