@@ -57,7 +57,7 @@ public:
     {
         if (!core_->accepting()) [[unlikely]]
             return refused();
-        std::uint64_t pos;
+        std::uint64_t pos = 0;  // set by a push that went in
         if (const auto r = pushed(ring_.try_push(rec, pos), pos)) return *r;
         return FullQueue<Record>::submit(*core_, ring_, rec);
     }
@@ -67,7 +67,7 @@ public:
     {
         if (!core_->accepting()) [[unlikely]]
             return refused();
-        std::uint64_t pos;
+        std::uint64_t pos = 0;  // set by a push that went in
         const auto make = [&](void* at) noexcept { ::new (at) Record(std::forward<Args>(args)...); };
         if (const auto r = pushed(ring_.try_push_with(make, pos), pos)) return *r;
         Record rec(std::forward<Args>(args)...);
