@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -35,11 +36,13 @@ unsigned current_fork_generation() noexcept
 
 }  // namespace
 
-FileAppender::FileAppender(std::shared_ptr<FileIo> io, std::size_t max_open, mode_t file_mode)
+FileAppender::FileAppender(std::shared_ptr<FileIo> io, std::size_t max_open, mode_t file_mode,
+                           SinkCounters* counters)
     : io_(io ? std::move(io) : posix_file_io()),
       max_open_(max_open == 0 ? 1 : max_open),
       file_mode_(file_mode),
-      fork_generation_(current_fork_generation())
+      fork_generation_(current_fork_generation()),
+      counters_(counters ? counters : &own_counters_)
 {
 }
 
@@ -48,7 +51,45 @@ bool FileAppender::inherited_by_fork() const noexcept
     return fork_count.load(std::memory_order_relaxed) != fork_generation_;
 }
 
-FileAppender::~FileAppender() { close_all(); }
+FileAppender::~FileAppender()
+{
+    on_closed_ = nullptr;  // the sink that set it may be half destroyed
+    close_all();
+}
+
+void FileAppender::closed(const File& f) noexcept
+{
+    if (!on_closed_) return;
+    try {
+        on_closed_(f.path, f.records);
+    } catch (...) {
+        // Retention misses this file; it stays on disk.
+    }
+}
+
+void FileAppender::notice(const std::string& path, bool removed) noexcept
+{
+    if (!on_notice_) return;
+    try {
+        on_notice_(path, removed);
+    } catch (...) {
+        // The counters tell.
+    }
+}
+
+std::vector<std::string> FileAppender::open_paths() const
+{
+    std::vector<std::string> out;
+    out.reserve(files_.size());
+    for (const File& f : files_) out.push_back(f.path);
+    return out;
+}
+
+bool FileAppender::is_open(const std::string& path) const noexcept
+{
+    return std::any_of(files_.begin(), files_.end(),
+                       [&](const File& f) { return f.path == path; });
+}
 
 void FileAppender::drop(File& f) noexcept
 {
@@ -60,8 +101,11 @@ void FileAppender::drop(File& f) noexcept
 
 void FileAppender::close_all() noexcept
 {
-    for (File& f : files_)
+    for (File& f : files_) {
         if (f.fd >= 0) io_->close(f.fd);
+        f.fd = -1;
+        closed(f);
+    }
     files_.clear();
 }
 
@@ -76,6 +120,7 @@ std::error_code FileAppender::close(const std::filesystem::path& path, bool sync
             while (r < 0 && errno == EINTR);
             if (r < 0) ec = last_error();
         }
+        closed(f);
         drop(f);
         break;
     }
@@ -88,13 +133,24 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
     const std::string& key = path.native();
     for (File& f : files_) {
         if (f.path != key) continue;
-        // A file unlinked under us (its directory removed, say) would swallow every later
-        // record: reopen it instead. One fstat per append; appends are per batch.
+        // A file unlinked under us since the last append (its directory removed, say)
+        // would swallow every later record: reopen it instead. The fstat also gives the
+        // length that a failed append is cut back to.
         struct stat st {};
-        if (io_->fstat(f.fd, &st) == 0 && st.st_nlink > 0) {
+        const int rc = io_->fstat(f.fd, &st);
+        if (rc == 0 && st.st_nlink > 0) {
             f.last_use = ++clock_;
             size = static_cast<std::uint64_t>(st.st_size);
             return &f;
+        }
+        if (rc == 0) {
+            // What it held was counted written and is gone with it.
+            const std::uint64_t lost = f.records;
+            counters_->update([&](FileSinkCounters& c) {
+                ++c.reopened_removed;
+                c.records_removed += lost;
+            });
+            notice(f.path, true);
         }
         drop(f);
         break;
@@ -103,6 +159,7 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
         auto lru = std::min_element(files_.begin(), files_.end(),
             [](const File& a, const File& b) { return a.last_use < b.last_use; });
         if (lru->unsynced) io_->fsync(lru->fd);
+        closed(*lru);
         drop(*lru);
     }
     if (path.has_parent_path()) {
@@ -137,17 +194,23 @@ FileAppender::File* FileAppender::find_or_open(const std::filesystem::path& path
     f.last_use = ++clock_;
     struct stat st {};
     size = 0;
-    if (io_->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-        size = static_cast<std::uint64_t>(st.st_size);
-        char last = '\n';
-        if (io_->pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') f.needs_newline = true;
+    if (io_->fstat(fd, &st) == 0) {
+        f.dev = st.st_dev;
+        f.ino = st.st_ino;
+        f.regular = S_ISREG(st.st_mode);
+        if (f.regular && st.st_size > 0) {
+            size = static_cast<std::uint64_t>(st.st_size);
+            char last = '\n';
+            if (io_->pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+                f.needs_newline = true;
+        }
     }
     files_.push_back(std::move(f));
     return &files_.back();
 }
 
 AppendResult FileAppender::append(const std::filesystem::path& path, std::string_view bytes,
-                                  bool sync)
+                                  bool sync, std::uint64_t records)
 {
     AppendResult r;
     if (inherited_by_fork()) {
@@ -158,11 +221,56 @@ AppendResult FileAppender::append(const std::filesystem::path& path, std::string
     std::uint64_t size = 0;
     File* f = find_or_open(path, r.ec, size);
     if (!f) return r;
+    r = write_to(*f, bytes, sync, size);
+    if (!r.ok()) return r;  // write_to dropped the descriptor (a failed fsync: bytes kept)
+    f->records += records;
+    const PathState state = check_path(*f);
+    if (state == PathState::same) return r;
+    const std::string key = f->path;
+    if (state == PathState::moved) {
+        // Renamed away (logrotate without copytruncate, an operator's mv): what it holds
+        // stays there, counted; the next batch opens a new file at the path.
+        const std::uint64_t moved = f->records;
+        counters_->update([&](FileSinkCounters& c) {
+            ++c.reopened_moved;
+            c.records_moved += moved;
+        });
+        drop(*f);
+        notice(key, false);
+        return r;
+    }
+    // Unlinked while this batch went in: the batch went nowhere a reader looks. Append it
+    // again to a new file at the path; the file's earlier records are gone with it.
+    const std::uint64_t lost = f->records - records;
+    counters_->update([&](FileSinkCounters& c) {
+        ++c.reopened_removed;
+        c.records_removed += lost;
+    });
+    drop(*f);
+    notice(key, true);
+    AppendResult again;
+    File* g = find_or_open(path, again.ec, size);
+    if (!g) {
+        again.landed = 0;
+        return again;  // nothing of the batch is on disk: its records failed
+    }
+    again = write_to(*g, bytes, sync, size);
+    if (again.ok()) {
+        g->records += records;
+        counters_->update([&](FileSinkCounters& c) { c.records_reappended += records; });
+    }
+    return again;
+}
+
+AppendResult FileAppender::write_to(File& f, std::string_view bytes, bool sync,
+                                    std::uint64_t size)
+{
+    AppendResult r;
     r.attempted = true;
     static const char newline = '\n';
     iovec iov[2];
     int n = 0;
-    const std::size_t lead = f->needs_newline ? 1 : 0;
+    const std::size_t lead = f.needs_newline ? 1 : 0;
     if (lead) iov[n++] = {const_cast<char*>(&newline), 1};
     iov[n++] = {const_cast<char*>(bytes.data()), bytes.size()};
     r.offset = size + lead;
@@ -171,14 +279,26 @@ AppendResult FileAppender::append(const std::filesystem::path& path, std::string
     const std::size_t total = lead + bytes.size();
     iovec* cur = iov;
     while (done < total) {
-        const ssize_t w = io_->writev(f->fd, cur, static_cast<int>(iov + n - cur));
+        const ssize_t w = io_->writev(f.fd, cur, static_cast<int>(iov + n - cur));
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
             r.ec = w < 0 ? last_error() : std::make_error_code(std::errc::io_error);
             r.landed = done > lead ? done - lead : 0;
-            // Part of a line may have landed: the reopened file's last byte decides the
-            // '\n' then. Reopening also picks up a fault that cleared.
-            drop(*f);
+            if (done > 0 && f.regular) {
+                // Cut the partial append off: the file ends where it did, on a line boundary
+                // (or on the torn tail it had, which the next append isolates as before).
+                int t;
+                do t = ::ftruncate(f.fd, static_cast<off_t>(size));
+                while (t < 0 && errno == EINTR);
+                if (t == 0) {
+                    r.landed = 0;
+                    r.isolated_fragment = false;
+                    counters_->update([](FileSinkCounters& c) { ++c.appends_rolled_back; });
+                }
+            }
+            // Where part of a line stayed, the reopened file's last byte decides the '\n'
+            // then. Reopening also picks up a fault that cleared.
+            drop(f);
             return r;
         }
         auto adv = static_cast<std::size_t>(w);
@@ -193,20 +313,36 @@ AppendResult FileAppender::append(const std::filesystem::path& path, std::string
         }
     }
     r.landed = bytes.size();
-    f->needs_newline = false;
-    f->unsynced = true;
+    f.needs_newline = false;
+    f.unsynced = true;
     if (sync) {
         int rc;
-        do rc = io_->fsync(f->fd);
+        do rc = io_->fsync(f.fd);
         while (rc < 0 && errno == EINTR);
         if (rc < 0) {
+            // The bytes are in the file; whether they are durable is not known.
             r.ec = last_error();
-            drop(*f);
+            drop(f);
             return r;
         }
-        f->unsynced = false;
+        f.unsynced = false;
     }
     return r;
+}
+
+// Whether `f`'s path still names the file its descriptor writes: one stat in the common
+// case, an fstat more when it does not.
+FileAppender::PathState FileAppender::check_path(const File& f) noexcept
+{
+    struct stat st {};
+    if (::stat(f.path.c_str(), &st) == 0) {
+        if (st.st_dev == f.dev && st.st_ino == f.ino) return PathState::same;
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+        return PathState::same;  // cannot tell (EACCES, EIO): keep the descriptor
+    }
+    struct stat fst {};
+    if (io_->fstat(f.fd, &fst) != 0) return PathState::same;
+    return fst.st_nlink == 0 ? PathState::removed : PathState::moved;
 }
 
 std::error_code FileAppender::sync_all()
@@ -244,7 +380,7 @@ AppendResult append_lines(FileAppender& files, const std::filesystem::path& path
     AppendResult r;
     if (lines.records == 0 && lines.bytes.empty()) return r;
     try {
-        r = files.append(path, lines.bytes, sync);
+        r = files.append(path, lines.bytes, sync, lines.records);
     } catch (...) {
         r = AppendResult{};
         r.ec = std::make_error_code(std::errc::io_error);

@@ -1,10 +1,12 @@
 // FileSink: the default layout's file — named at start(), rotated by size or age, written
 // under the open suffix and renamed when closed, reopened on request; files left open by
-// ended processes are sealed at start(). files() lists them (any thread).
+// ended processes are sealed at start(). files() lists them (any thread). Closed files are
+// handed to a RetentionKeeper, which deletes the oldest beyond FileSinkOptions::retention.
 #include <jsonlw/sinks/file_sink.hpp>
 
 #include "../host_names.hpp"
 #include "file_append.hpp"
+#include "retention_keeper.hpp"
 
 #include <fmt/format.h>
 
@@ -24,7 +26,11 @@ using clock = std::chrono::steady_clock;
 
 struct FileSink::State {
     SinkContext ctx;
+    detail::SinkCounters counters;
     std::optional<detail::FileAppender> appender;
+    std::optional<detail::RetentionKeeper> keeper;
+    std::uint64_t closed_records = 0;  // of the current file, when its descriptor closed
+    bool logged_removed = false, logged_moved = false;
     bool rotating = false;       // numbered files: rotation or an open suffix
     std::string prefix;          // <stem>-<host>-<pid>-
     std::string suffix;          // the open suffix ("" for none)
@@ -48,7 +54,51 @@ struct FileSink::State {
     void seal(bool durable) noexcept;
     void seal_stale() noexcept;
     AppendResult append_current(const Lines& lines) noexcept;
+    void retire(const std::filesystem::path& p) noexcept;
+    void apply_retention() noexcept;
+    void log_notice(const std::string& p, bool removed) noexcept;
 };
+
+void FileSink::State::log_notice(const std::string& p, bool removed) noexcept
+{
+    bool& logged = removed ? logged_removed : logged_moved;
+    if (logged) return;
+    logged = true;
+    try {
+        ctx.write_log(LogLevel::warning,
+                      removed ? fmt::format("{} JSONL file {} was removed; writing a new one "
+                                            "there (the batch that went into the removed one "
+                                            "again); later removals are only counted",
+                                            ctx.subject, p)
+                              : fmt::format("{} JSONL file {} was moved away; writing a new one "
+                                            "there; later moves are only counted",
+                                            ctx.subject, p));
+    } catch (...) {
+    }
+}
+
+// `p`, the current file's name once closed, is sealed: retention may delete it (or older ones).
+void FileSink::State::retire(const std::filesystem::path& p) noexcept
+{
+    keeper->sealed(p, closed_records, clock::now());
+    closed_records = 0;
+    apply_retention();
+}
+
+void FileSink::State::apply_retention() noexcept
+{
+    if (!keeper->active()) return;
+    keeper->enforce(clock::now());
+    const auto gone = keeper->take_deleted();
+    if (gone.empty()) return;
+    try {
+        std::lock_guard lk(files_mu);
+        std::erase_if(file_list, [&](const std::filesystem::path& f) {
+            return std::find(gone.begin(), gone.end(), f.native()) != gone.end();
+        });
+    } catch (...) {
+    }
+}
 
 // Names file `i`, opened at `when`: <stem>-<host>-<pid>-<UTC>-<i>.jsonl.
 void FileSink::State::name(std::uint64_t i, std::time_t when)
@@ -78,15 +128,20 @@ std::error_code FileSink::State::close_current(bool durable) noexcept
             ctx.write_log(LogLevel::warning,
                           fmt::format("Failed to fsync {} JSONL: {} ({})", ctx.subject,
                                       s.message(), open_path.native()));
-        if (suffix.empty()) return ec;
+        if (suffix.empty()) {
+            retire(final_path);
+            return ec;
+        }
         if (ctx.file_io->rename(open_path.c_str(), final_path.c_str()) != 0) {
             ec = {errno, std::system_category()};
             ctx.write_log(LogLevel::warning,
                           fmt::format("Failed to rename {} JSONL file {}: {}; its records stay there",
                                       ctx.subject, open_path.native(), ec.message()));
+            retire(open_path);
             return ec;
         }
         list_file(final_path, true);
+        retire(final_path);
         if (durable) {
             // The rename itself survives a crash once the directory is synced.
             const int dir =
@@ -187,7 +242,13 @@ std::error_code FileSink::start(const SinkContext& ctx)
     State& s = *s_;
     s.ctx = ctx;
     if (!s.ctx.file_io) s.ctx.file_io = posix_file_io();
-    s.appender.emplace(s.ctx.file_io, 64, s.ctx.file_mode);
+    s.keeper.emplace(opts_.retention, s.ctx, s.counters);
+    s.appender.emplace(s.ctx.file_io, 64, s.ctx.file_mode, &s.counters);
+    s.appender->on_closed([&s](const std::string& p, std::uint64_t records) {
+        if (p == s.open_path.native()) s.closed_records += records;
+    });
+    s.appender->on_notice(
+        [&s](const std::string& p, bool removed) { s.log_notice(p, removed); });
     s.suffix = opts_.open_suffix.value_or(
         opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 ? ".open" : "");
     s.rotating = opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 || !s.suffix.empty();
@@ -288,8 +349,10 @@ std::error_code FileSink::reopen() noexcept
 std::optional<clock::time_point> FileSink::next_tick() const noexcept
 {
     const State& s = *s_;
-    if (!s.rotating || !s.created || opts_.rotate_interval.count() <= 0) return std::nullopt;
-    return s.opened + opts_.rotate_interval;
+    std::optional<clock::time_point> t = s.keeper ? s.keeper->next_expiry() : std::nullopt;
+    if (!s.rotating || !s.created || opts_.rotate_interval.count() <= 0) return t;
+    const clock::time_point rotate_at = s.opened + opts_.rotate_interval;
+    return t && *t < rotate_at ? t : std::optional<clock::time_point>(rotate_at);
 }
 
 void FileSink::tick() noexcept
@@ -298,6 +361,7 @@ void FileSink::tick() noexcept
     if (s.created && s.rotating && opts_.rotate_interval.count() > 0 &&
         clock::now() - s.opened >= opts_.rotate_interval)
         s.rotate();  // an idle file is rotated too
+    if (s.keeper) s.apply_retention();  // retain_age: closed files may have expired
 }
 
 void FileSink::close(bool durable) noexcept
@@ -307,6 +371,7 @@ void FileSink::close(bool durable) noexcept
     if (durable) s.appender->sync_all();
     s.appender->close_all();
     s.seal(durable);
+    s.keeper->audit();
 }
 
 std::vector<std::filesystem::path> FileSink::files() const
@@ -329,5 +394,7 @@ std::uint64_t FileSink::files_closed() const noexcept
 {
     return s_->files_closed.load(std::memory_order_relaxed);
 }
+
+FileSinkCounters FileSink::counters() const { return s_->counters.get(); }
 
 }  // namespace jsonlw

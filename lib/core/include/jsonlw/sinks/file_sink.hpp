@@ -6,12 +6,59 @@
 #include <jsonlw/sinks/line_sink.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
 namespace jsonlw {
+
+// How much of a sink's closed (sealed) files stays on disk: the file being written is never
+// touched, only files this sink closed — by rotation, reopen(), close(), or (a
+// PartitionedFileSink) an hour that passed or a descriptor evicted. Oldest first; every
+// rule that is set applies. Each deletion is counted (FileSinkCounters) and the first one per
+// rule is logged. The roles of spdlog's rotating_file_sink max_files, Python's
+// RotatingFileHandler backupCount and logrotate's rotate / maxsize / maxage (docs/sinks.md).
+// Files of other processes, or of an earlier run, are never deleted.
+struct Retention {
+    // Keep at most this many closed files (0: no limit).
+    std::size_t retain_files = 0;
+    // Keep at most this many bytes of closed files (0: no limit).
+    std::uint64_t retain_bytes = 0;
+    // Delete a closed file once it has been closed this long (0: never).
+    std::chrono::milliseconds retain_age{0};
+
+    bool any() const noexcept
+    {
+        return retain_files > 0 || retain_bytes > 0 || retain_age.count() > 0;
+    }
+};
+
+// What a file sink did besides appending (FileSink::counters(), PartitionedFileSink::
+// counters(); any thread). With these, "records counted written" and "lines a reader finds"
+// reconcile exactly: found = written - records_removed - records_moved - records_deleted.
+struct FileSinkCounters {
+    // A file found unlinked (rm, its folder removed) after or before an append: a new file
+    // was opened at its path (its folder recreated).
+    std::uint64_t reopened_removed = 0;
+    // A file found renamed away (still linked) after an append: later batches go to a new
+    // file at the path; what is in the moved file stays there.
+    std::uint64_t reopened_moved = 0;
+    // Records of a batch that landed in an unlinked file, appended again to the new one.
+    std::uint64_t records_reappended = 0;
+    // Records counted written earlier that were in a file someone else removed (noticed at
+    // a reopen, or a closed file found missing when the sink closed).
+    std::uint64_t records_removed = 0;
+    // Records in files moved away while open: they are where the file was moved to.
+    std::uint64_t records_moved = 0;
+    // Failed appends whose partial bytes were cut off again (ftruncate to the length before).
+    std::uint64_t appends_rolled_back = 0;
+    // Retention (Retention): closed files deleted, their bytes and records.
+    std::uint64_t files_deleted = 0;
+    std::uint64_t bytes_deleted = 0;
+    std::uint64_t records_deleted = 0;
+};
 
 struct FileSinkOptions {
     // Rotate once the file holds this many bytes (0: never). A group of lines is split at
@@ -26,6 +73,9 @@ struct FileSinkOptions {
     // this stem and host that an ended process left with the suffix; without, the one file is
     // <stem>-<host>-<pid>-<UTC>.jsonl.
     std::optional<std::string> open_suffix{};
+    // Which closed files stay on disk (default: all). Closed files exist only with rotation
+    // or reopen() under numbered names (rotate_bytes, rotate_interval or an open suffix).
+    Retention retention{};
 };
 
 // Called by the writer's engine as every LineSink is (start() on the writer's start() thread,
@@ -52,6 +102,8 @@ public:
     const std::filesystem::path& path() const noexcept;
     // Files closed by rotation or reopen().
     std::uint64_t files_closed() const noexcept;
+    // Reopens, re-appended records, rolled-back appends, retention's deletions.
+    FileSinkCounters counters() const;
     const FileSinkOptions& options() const noexcept { return opts_; }
 
 private:
