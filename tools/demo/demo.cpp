@@ -19,7 +19,10 @@
 // For shippers (docs/shipping.md): --envelope numbers every line per writer and writes
 // writers.json after close; --rotate-bytes/--rotate-interval-ms rotate the perf-metrics file;
 // --kafka also sends every line the writers append through KafkaJsonWriter to an in-process
-// mock cluster and reads it back.
+// mock cluster and reads it back. The demo makes each writer's file sink itself (a FileSink
+// for perf metrics, PartitionedFileSinks for the hour folders), so --retain-* reach all three
+// and, at the end, each sink's counters reconcile what it counted written with the lines found
+// on disk (demo_disk_check.hpp).
 #include "../commands.hpp"
 #include "demo_accounting.hpp"
 #include "demo_engine.hpp"
@@ -113,10 +116,18 @@ public:
     explicit Demo(const DemoOptions& o)
         : o_(o),
           kafka_(o.kafka ? std::make_unique<KafkaShip>() : nullptr),
-          raw_(loop_.get_executor(), raw_options(o, file_io(), kafka_.get())),
-          trace_(loop_.get_executor(), trace_options(o, file_io(), kafka_.get())),
+          raw_sink_(std::make_shared<PartitionedFileSink>(
+              PartitionedFileSinkOptions{.retention = retention(o)})),
+          trace_sink_(std::make_shared<PartitionedFileSink>(
+              PartitionedFileSinkOptions{.retention = retention(o)})),
+          perf_sink_(std::make_shared<FileSink>(FileSinkOptions{
+              .rotate_bytes = o.rotate_bytes,
+              .rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms),
+              .retention = retention(o)})),
+          raw_(loop_.get_executor(), raw_options(o, file_io(), kafka_.get(), raw_sink_)),
+          trace_(loop_.get_executor(), trace_options(o, file_io(), kafka_.get(), trace_sink_)),
           perf_(loop_.get_executor(), o.out / "perf_metrics", "server",
-                perf_options(o, file_io(), kafka_.get())),
+                perf_options(o, file_io(), kafka_.get(), perf_sink_)),
           config_(stage_config(o)),
           stage_(snap::SnapshotStage::create(
               config_, o.backend,
@@ -198,9 +209,22 @@ private:
         return sc;
     }
 
-    // With --kafka each writer's sink is its own file sink teed with the kind's Kafka sink.
+    static Retention retention(const DemoOptions& o)
+    {
+        return Retention{.retain_files = std::size_t(o.retain_files),
+                         .retain_bytes = o.retain_bytes,
+                         .retain_age = std::chrono::milliseconds(o.retain_age_ms)};
+    }
+
+    // Each writer's sink is its file sink, teed with the kind's Kafka sink under --kafka.
+    static std::shared_ptr<LineSink> sink_of(KafkaShip* kafka, const char* kind,
+                                             std::shared_ptr<LineSink> files)
+    {
+        return kafka ? kafka->sink(kind, std::move(files)) : std::move(files);
+    }
+
     static RawOutputOptions raw_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                        KafkaShip* kafka)
+                                        KafkaShip* kafka, std::shared_ptr<LineSink> files)
     {
         RawOutputOptions r;
         r.directory = o.out / "raw_output";
@@ -208,35 +232,31 @@ private:
         r.queue_capacity = o.writer_queue ? o.writer_queue : 4096;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
-        if (kafka) r.sink = kafka->sink("raw_output", std::make_shared<PartitionedFileSink>());
+        r.sink = sink_of(kafka, "raw_output", std::move(files));
         return r;
     }
 
     static RequestTraceOptions trace_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                             KafkaShip* kafka)
+                                             KafkaShip* kafka, std::shared_ptr<LineSink> files)
     {
         RequestTraceOptions r;
         r.directory = o.out / "request_trace";
         if (o.writer_queue) r.queue_capacity = o.writer_queue;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
-        if (kafka) r.sink = kafka->sink("request_trace", std::make_shared<PartitionedFileSink>());
+        r.sink = sink_of(kafka, "request_trace", std::move(files));
         return r;
     }
 
-    // Rotation is the perf-metrics writer's alone: the other two write hour folders.
+    // Rotation is the perf-metrics writer's alone (its FileSink's options): the other two
+    // write hour folders.
     static PerfMetricsOptions perf_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                           KafkaShip* kafka)
+                                           KafkaShip* kafka, std::shared_ptr<LineSink> files)
     {
         PerfMetricsOptions p;  // its queue is TensorRT-LLM's 1024: --writer-queue leaves it
         p.file_io = std::move(io);
-        p.rotate_bytes = o.rotate_bytes;
-        p.rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms);
         p.envelope = o.envelope;
-        if (kafka)
-            p.sink = kafka->sink("perf_metrics",
-                                 std::make_shared<FileSink>(FileSinkOptions{
-                                     p.rotate_bytes, p.rotate_interval, p.open_suffix}));
+        p.sink = sink_of(kafka, "perf_metrics", std::move(files));
         return p;
     }
 
@@ -415,7 +435,8 @@ private:
         r.raw = raw_.counters();
         for (std::size_t i = 0; i < 3; ++i) r.reports[i] = reports[i];
         r.writer_ids = {raw_.writer_id(), trace_.writer_id(), perf_.writer_id()};
-        r.perf_files = perf_.files();
+        r.perf_files = perf_sink_->files();
+        r.sinks = {raw_sink_->counters(), trace_sink_->counters(), perf_sink_->counters()};
         r.thread_stats = std::move(thread_stats_);
         return tools::summarize(o_, r, kafka_.get());
     }
@@ -423,6 +444,9 @@ private:
     DemoOptions o_;
     asio::io_context loop_;
     std::unique_ptr<KafkaShip> kafka_;  // --kafka; outlives the file writers that feed it
+    // The writers' file sinks (read for their counters once the writers closed).
+    std::shared_ptr<PartitionedFileSink> raw_sink_, trace_sink_;
+    std::shared_ptr<FileSink> perf_sink_;
     RawOutputWriter raw_;
     RequestTraceWriter trace_;
     PerfMetricsWriter perf_;

@@ -1,6 +1,7 @@
 #include "demo_accounting.hpp"
 
 #include <jsonlw/json_line.hpp>
+#include <jsonlw/report/report.hpp>
 
 #include <cstdlib>
 #include <fstream>
@@ -95,6 +96,66 @@ bool write_summary_json(const std::filesystem::path& file, double seconds, std::
     f.write(buf.data(), std::streamsize(buf.size()));
     f.close();
     return bool(f);
+}
+
+void read_back(std::span<DiskCheck> writers)
+{
+    for (DiskCheck& w : writers) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(w.dir, ec)) continue;  // nothing on disk: found 0
+        try {
+            ReportOptions ro;
+            ro.dir = w.dir;
+            ro.progress.enabled = false;
+            const Report r = build_report(ro);
+            w.found = r.valid;
+            w.malformed = r.malformed;
+            w.torn_tails = r.torn_tails;
+        } catch (const std::exception& e) {
+            w.error = e.what();
+        }
+    }
+}
+
+std::uint64_t print_disk_check(std::FILE* out, std::span<const DiskCheck> writers)
+{
+    std::fprintf(out, "\non disk (read back as `jsonlw report` reads it):\n");
+    std::fprintf(out, "  %-14s %10s %10s %10s %10s %10s %11s %11s %12s\n", "writer", "written",
+                 "on disk", "deleted", "removed", "moved", "reappended", "rolled-back",
+                 "unaccounted");
+    std::uint64_t bad = 0;
+    for (const DiskCheck& w : writers) {
+        const FileSinkCounters& c = w.sink;
+        std::fprintf(out, "  %-14s %10llu %10llu %10llu %10llu %10llu %11llu %11llu %12lld\n",
+                     w.name, (unsigned long long)w.written, (unsigned long long)w.found,
+                     (unsigned long long)c.records_deleted, (unsigned long long)c.records_removed,
+                     (unsigned long long)c.records_moved,
+                     (unsigned long long)c.records_reappended,
+                     (unsigned long long)c.appends_rolled_back, (long long)w.unaccounted());
+        if (c.files_deleted > 0)
+            std::fprintf(out, "    retention deleted %llu closed files (%llu bytes)\n",
+                         (unsigned long long)c.files_deleted, (unsigned long long)c.bytes_deleted);
+        if (c.reopened_removed + c.reopened_moved > 0)
+            std::fprintf(out, "    files found removed %llu times, moved away %llu times: "
+                              "reopened at their paths\n",
+                         (unsigned long long)c.reopened_removed,
+                         (unsigned long long)c.reopened_moved);
+        if (!w.error.empty()) {
+            std::fprintf(out, "    cannot read %s: %s\n", w.dir.c_str(), w.error.c_str());
+            bad += w.written;
+            continue;
+        }
+        if (w.malformed + w.torn_tails > 0)
+            std::fprintf(out, "    %llu malformed lines, %llu files ending in a torn line\n",
+                         (unsigned long long)w.malformed, (unsigned long long)w.torn_tails);
+        bad += static_cast<std::uint64_t>(std::llabs(w.unaccounted())) + w.malformed +
+               w.torn_tails;
+    }
+    if (bad != 0)
+        std::fprintf(out, "  unaccounted: %llu records counted written are not where a reader "
+                          "finds them (or lines are there that nobody counted)\n",
+                     (unsigned long long)bad);
+    return bad;
 }
 
 }  // namespace jsonlw::tools

@@ -1,15 +1,21 @@
 // The demo's end-to-end check: per writer, the records it should have received (the demo
 // knows: per request one request line, one response line, one perf record, one raw output)
 // against where each went (written, dropped by reason, unknown, or lost at the raw-output hook
-// before the queue). Called once, on the demo's thread, after the writers closed; owns nothing.
+// before the queue); and that what it counted as written is on disk where a reader finds it:
+// per writer, the lines read back from its folder (as `jsonlw report` reads them) against the
+// records counted written, less those its sink deleted by retention and those someone else
+// removed or moved away (the sink's FileSinkCounters). Called once, on the demo's thread,
+// after the writers closed; owns nothing.
 #pragma once
 
+#include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/writer_stats.hpp>
 
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <span>
+#include <string>
 
 namespace jsonlw::tools {
 
@@ -58,5 +64,37 @@ bool write_summary_json(const std::filesystem::path& file, double seconds, std::
 // writer with drops, its reasons; returns the totals.
 AccountingVerdict print_accounting(std::FILE* out, std::span<const WriterAccount> writers,
                                    double seconds);
+
+struct DiskCheck {
+    const char* name = "";
+    std::filesystem::path dir;     // the writer's folder
+    std::uint64_t written = 0;     // records the writer counted written
+    FileSinkCounters sink{};       // its file sink's counters
+    // Read back:
+    std::uint64_t found = 0;       // valid lines under `dir`
+    std::uint64_t malformed = 0;   // lines that are not JSON
+    std::uint64_t torn_tails = 0;  // files whose last line has no '\n'
+    std::string error;             // the folder could not be read
+
+    std::uint64_t gone() const noexcept
+    {
+        return sink.records_deleted + sink.records_removed + sink.records_moved;
+    }
+    // written - gone - found: records counted written that no reader finds (negative: lines
+    // nobody counted).
+    std::int64_t unaccounted() const noexcept
+    {
+        return static_cast<std::int64_t>(written) - static_cast<std::int64_t>(gone()) -
+               static_cast<std::int64_t>(found);
+    }
+};
+
+// Reads each writer's folder back (fills found, malformed, torn_tails, error).
+void read_back(std::span<DiskCheck> writers);
+
+// Prints "writer written on disk deleted removed moved reappended rolled-back unaccounted"
+// and returns the sum of |unaccounted()| (a folder that could not be read counts its
+// written records), plus malformed lines and torn tails.
+std::uint64_t print_disk_check(std::FILE* out, std::span<const DiskCheck> writers);
 
 }  // namespace jsonlw::tools

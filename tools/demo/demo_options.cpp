@@ -89,6 +89,15 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
             // Bounded so that the milliseconds fit the writer's duration type with room.
             if (!number(v, o.rotate_interval_ms) || o.rotate_interval_ms > 365ull * 86'400'000)
                 return bad();
+        } else if (a == "--retain-files") {
+            if (!value(v)) return false;
+            if (!number(v, o.retain_files)) return bad();
+        } else if (a == "--retain-bytes") {
+            if (!value(v)) return false;
+            if (!number(v, o.retain_bytes)) return bad();
+        } else if (a == "--retain-age-ms") {
+            if (!value(v)) return false;
+            if (!number(v, o.retain_age_ms) || o.retain_age_ms > 365ull * 86'400'000) return bad();
         } else if (a == "--kafka") {
             o.kafka = true;
         } else if (a == "--ring-slots") {

@@ -32,6 +32,10 @@ struct DemoOptions {
     std::uint64_t rotate_bytes = 0;    // --rotate-bytes N: the perf-metrics file rotates past N
                                        // bytes (0: never)
     std::uint64_t rotate_interval_ms = 0;  // --rotate-interval-ms N: ... or after N ms (0: never)
+    // Retention (docs/sinks.md), the same for all three writers' sinks: closed files only.
+    std::uint64_t retain_files = 0;    // --retain-files N: keep at most N closed files (0: all)
+    std::uint64_t retain_bytes = 0;    // --retain-bytes N: ... at most N bytes of them (0: all)
+    std::uint64_t retain_age_ms = 0;   // --retain-age-ms N: delete closed files after N ms
     bool kafka = false;                // --kafka: also ship every line through KafkaJsonWriter
                                        // to an in-process mock cluster, and read it back
     // Load and faults (docs/reliability.md, "The main job under overload"):

@@ -73,6 +73,17 @@ int summarize(const DemoOptions& o, const DemoOutcome& r, KafkaShip* kafka)
     };
     const AccountingVerdict v = print_accounting(stdout, accounts, r.seconds);
     bool lost = v.unaccounted != 0;
+    DiskCheck disk[3];
+    std::uint64_t gone_by_others = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+        disk[i].name = accounts[i].name;
+        disk[i].dir = o.out / demo_kinds[i];
+        disk[i].written = reports[i].stats.written;
+        disk[i].sink = r.sinks[i];
+        gone_by_others += r.sinks[i].records_removed + r.sinks[i].records_moved;
+    }
+    read_back(disk);
+    if (print_disk_check(stdout, disk) != 0) lost = true;
     const snapshot::SnapshotStats& st = r.stage;
     std::printf("\nsnapshot stage (%s): %llu steps, %llu captured (%llu rows), %llu dropped "
                 "(%.2f %%, %llu rows); %llu waited for a slot (%.1f ms in all, %llu still "
@@ -113,7 +124,7 @@ int summarize(const DemoOptions& o, const DemoOutcome& r, KafkaShip* kafka)
                     format_bytes(double(std::filesystem::file_size(f))).c_str());
     std::fflush(stdout);
     if (lost) return 1;
-    return v.dropped != 0 || v.unknown != 0 || !v.drained ? 3 : 0;
+    return v.dropped != 0 || v.unknown != 0 || !v.drained || gone_by_others != 0 ? 3 : 0;
 }
 
 }  // namespace jsonlw::tools

@@ -7,6 +7,7 @@
 #include "thread_stats.hpp"
 
 #include <jsonlw/raw_output_writer.hpp>
+#include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/snapshot/stage.hpp>
 
 #include <array>
@@ -29,13 +30,16 @@ struct DemoOutcome {
     std::array<CloseReport, 3> reports{};
     std::array<std::string, 3> writer_ids{};
     std::vector<std::filesystem::path> perf_files;  // the perf-metrics writer's files
+    std::array<FileSinkCounters, 3> sinks{};        // the writers' file sinks' counters
     std::vector<ThreadStat> thread_stats;           // with --thread-stats
 };
 
 // Prints the summary to stdout (and writes --summary-json, writers.json, and the Kafka
-// check when asked for). Returns the exit status: 0 every record written; 3 every record
-// accounted for, some dropped (or unknown) with a counted reason; 1 records unaccounted for,
-// a file that could not be written, or a Kafka topic short.
+// check when asked for). Returns the exit status: 0 every record written and on disk (or
+// deleted by retention); 3 every record accounted for, some dropped (or unknown) with a
+// counted reason, or removed or moved away from disk by someone else (counted by the sink);
+// 1 records unaccounted for — by the writers' counters, or on disk (demo_accounting.hpp) — a
+// file that could not be written, or a Kafka topic short.
 int summarize(const DemoOptions& o, const DemoOutcome& r, KafkaShip* kafka);
 
 }  // namespace jsonlw::tools
