@@ -25,6 +25,8 @@ void throughput_scenario(const Config& cfg, Report& report);
 void serializers_scenario(const Config& cfg, Report& report);
 void submit_scenario(const Config& cfg, Report& report);
 void drain_scenario(const Config& cfg, Report& report);
+// What FileSink's check for a removed or moved file (fstat + stat) costs a batch.
+void file_check_scenario(const Config& cfg, Report& report);
 void serialization_scenario(const Config& cfg, Report& report);
 // The snapshot stage's CPU backend: rows/s and GB/s of logits read, next to memcpy.
 void snapshot_scenario(const Config& cfg, Report& report);
