@@ -1,10 +1,12 @@
-// The CPU backend: reference_row over host logits, rows spread over a small pool of worker
-// threads when the batch is large (the capturing thread works too), results straight into a
-// ring slot, delivered before capture() returns.
+// The CPU backend: fast_row (fast_row.hpp: reference_row's results in one read of the row, on
+// the SIMD path JSONLW_SNAPSHOT_CPU_PATH pins or the best this CPU has) over host logits, rows
+// spread over a small pool of worker threads when the batch is large (the capturing thread
+// works too), results straight into a ring slot, delivered before capture() returns.
 #include "backends.hpp"
 #include "slot_ring.hpp"
 #include "stage_common.hpp"
 
+#include <jsonlw/snapshot/fast_row.hpp>
 #include <jsonlw/snapshot/first_gen.hpp>
 #include <jsonlw/snapshot/reference.hpp>
 
@@ -44,6 +46,7 @@ struct RowJob {
     TokenSnapshot* out = nullptr;
     int k = 0;
     int rows = 0;
+    CpuRowPath path = CpuRowPath::reference;
     std::atomic<int> next{0};
     std::atomic<int> done{0};
 };
@@ -121,7 +124,8 @@ private:
             const LogitsView& v = *job.view;
             const auto* row = static_cast<const char*>(v.data) +
                               std::int64_t(r) * v.row_stride * std::int64_t(itemsize(v.dtype));
-            reference_row(row, v.dtype, v.vocab, job.sampled[r], job.k, job.out[r], scratch);
+            fast_row(row, v.dtype, v.vocab, job.sampled[r], job.k, job.out[r], scratch,
+                     job.path);
             if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.rows)
                 job.done.notify_all();
         }
@@ -158,7 +162,7 @@ private:
 class CpuStage final : public SnapshotStage {
 public:
     CpuStage(const SnapshotConfig& config, BatchSink sink)
-        : config_(config), pool_(workers(config), config.cpu_worker_nice),
+        : config_(config), path_(row_path()), pool_(workers(config), config.cpu_worker_nice),
           ring_(SlotRing::create(ring_layout(config), aligned_host_allocator(), std::move(sink)))
     {
     }
@@ -194,6 +198,7 @@ public:
         job.out = buf.rows;
         job.k = config_.k;
         job.rows = v.rows;
+        job.path = path_;
         pool_.run(job, v.rows >= config_.cpu_parallel_min_rows);
 
         std::uint64_t slow = 0;
@@ -257,7 +262,18 @@ private:
         return hw > 1 ? int(hw) - 1 : 0;
     }
 
+    // JSONLW_SNAPSHOT_CPU_PATH, read once per stage; a pinned path this CPU lacks or a value
+    // that names none is said once, on stderr (the stage has no log sink of its own).
+    static CpuRowPath row_path()
+    {
+        std::string warning;
+        const CpuRowPath p = cpu_row_path_from_env(&warning);
+        if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
+        return p;
+    }
+
     SnapshotConfig config_;
+    CpuRowPath path_;
     RowPool pool_;
     std::shared_ptr<SlotRing> ring_;
     std::atomic<bool> busy_{false};

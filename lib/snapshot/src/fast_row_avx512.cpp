@@ -1,0 +1,298 @@
+// fast_row's AVX-512 kernel: 16 logits per vector, the walk of fast_row_kernel.hpp. Called by
+// fast_row (fast_row.cpp) only after cpu_row_path_supported(avx512).
+//
+// Every function here carries the target attribute instead of the file being built with
+// -mavx512f: an inline function of a header (std::, reference.hpp) used here is then still
+// compiled for the baseline, so the linker cannot pick an AVX-512 copy of it for code that runs
+// on a CPU without AVX-512 (with -m flags on the file it could, at -O0 certainly). It also keeps
+// this file a plain source of snapshot_stage_sources, which the emulated-device library
+// (tests/snapshot/emu/) compiles too.
+#include "fast_row_kernel.hpp"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define JSONLW_FAST_ROW_AVX512 1
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, a self-initialized
+// variable that -Wuninitialized reports once per use (GCC bug 105593, fixed in GCC 13). The
+// warnings point into the header, so silencing them around the include is enough.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
+namespace jsonlw::snapshot::detail {
+
+#ifdef JSONLW_FAST_ROW_AVX512
+
+#define JSONLW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+namespace {
+
+constexpr int W = 16;
+
+// 16 logits from element i on, widened exactly (vcvtph2ps is exact for every non-NaN fp16).
+template <LogitDType dt>
+JSONLW_AVX512 inline __m512 load(const unsigned char* p, std::int64_t i) noexcept
+{
+    if constexpr (dt == LogitDType::F32) {
+        return _mm512_loadu_ps(p + 4 * i);
+    } else {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i));
+        if constexpr (dt == LogitDType::BF16)
+            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        else
+            return _mm512_cvtph_ps(h);
+    }
+}
+
+// The lanes of `valid` (the first n < 16) from element i on, the others -inf. Masked-off lanes
+// are not read (AVX-512 suppresses their faults), so the row's end may be a page's end.
+template <LogitDType dt>
+JSONLW_AVX512 inline __m512 load_part(const unsigned char* p, std::int64_t i,
+                                      __mmask16 valid) noexcept
+{
+    if constexpr (dt == LogitDType::F32) {
+        return _mm512_mask_loadu_ps(_mm512_set1_ps(LseState::neg_inf), valid, p + 4 * i);
+    } else {
+        constexpr short neg_inf = dt == LogitDType::BF16 ? short(0xff80) : short(0xfc00);
+        const __m256i h = _mm256_mask_loadu_epi16(_mm256_set1_epi16(neg_inf), valid, p + 2 * i);
+        if constexpr (dt == LogitDType::BF16)
+            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        else
+            return _mm512_cvtph_ps(h);
+    }
+}
+
+// exp(max(x - m, -86)) lane by lane: n = round(t log2e), r = t - n ln2, e^r by the degree-7
+// polynomial, times 2^n by vscalefps. A NaN lane stays NaN all the way (vmaxps returns its
+// second operand when one is NaN; the rest propagates), and so does a +inf lane (r = inf - inf).
+JSONLW_AVX512 inline __m512 exp_rel(__m512 x, __m512 m) noexcept
+{
+    const __m512 t = _mm512_max_ps(_mm512_set1_ps(fast_exp_floor), _mm512_sub_ps(x, m));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(exp_log2e)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_ln2), t);
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(exp_c7), r, _mm512_set1_ps(exp_c6));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c5));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c4));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c3));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c2));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(q, n);
+}
+
+// The 16 fp32 lanes widened to double and added (the block's per-lane sums hold <= 32 terms).
+JSONLW_AVX512 inline double sum_lanes(__m512 v) noexcept
+{
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+}
+
+// Lanes whose id (idx0 + lane) is below s.
+JSONLW_AVX512 inline __mmask16 lanes_below(std::int64_t idx0, std::int32_t s) noexcept
+{
+    const std::int64_t c = s - idx0;
+    return c <= 0 ? __mmask16(0) : c >= W ? __mmask16(0xffff) : __mmask16((1u << c) - 1u);
+}
+
+// Adds 1 to the lanes of `above` whose logit comes before the sampled one.
+template <RankMode mode>
+JSONLW_AVX512 inline void count_above(__m512 x, __m512 sx, __mmask16 valid, std::int64_t idx0,
+                                      std::int32_t s_at, __m512i& above) noexcept
+{
+    __mmask16 m;
+    if constexpr (mode == RankMode::ge) {
+        m = _mm512_mask_cmp_ps_mask(valid, x, sx, _CMP_GE_OQ);
+    } else if constexpr (mode == RankMode::gt) {
+        m = _mm512_mask_cmp_ps_mask(valid, x, sx, _CMP_GT_OQ);
+    } else {
+        const __mmask16 below = lanes_below(idx0, s_at);
+        m = (_mm512_mask_cmp_ps_mask(valid, x, sx, _CMP_GE_OQ) & below) |
+            (_mm512_mask_cmp_ps_mask(valid, x, sx, _CMP_GT_OQ) & __mmask16(~below));
+    }
+    above = _mm512_mask_sub_epi32(above, m, above, _mm512_set1_epi32(-1));
+}
+
+struct BlockPass {
+    float max;
+    double sum;
+};
+
+// A block's one read: its max (NaN ignored: vmaxps keeps its second operand), the rank count,
+// and the sum of exp(x - off). Two accumulators, each lane of each taking <= 32 terms.
+template <LogitDType dt, RankMode mode>
+JSONLW_AVX512 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std::int32_t n,
+                                   float off, __m512i& above) noexcept
+{
+    const __m512 sx = _mm512_set1_ps(a.s_x), mo = _mm512_set1_ps(off);
+    __m512 vmax = _mm512_set1_ps(LseState::neg_inf);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    __m512i ab = above;
+    std::int32_t j = 0;
+    for (; j + 2 * W <= n; j += 2 * W) {
+        const std::int64_t i = std::int64_t(base) + j;
+        const __m512 x0 = load<dt>(a.p, i), x1 = load<dt>(a.p, i + W);
+        vmax = _mm512_max_ps(x0, vmax);
+        vmax = _mm512_max_ps(x1, vmax);
+        count_above<mode>(x0, sx, 0xffff, i, a.s_at, ab);
+        count_above<mode>(x1, sx, 0xffff, i + W, a.s_at, ab);
+        s0 = _mm512_add_ps(s0, exp_rel(x0, mo));
+        s1 = _mm512_add_ps(s1, exp_rel(x1, mo));
+    }
+    for (; j < n; j += W) {
+        const std::int64_t i = std::int64_t(base) + j;
+        const __mmask16 valid = n - j >= W ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1u);
+        const __m512 x = load_part<dt>(a.p, i, valid);
+        vmax = _mm512_max_ps(x, vmax);
+        count_above<mode>(x, sx, valid, i, a.s_at, ab);
+        s0 = _mm512_mask_add_ps(s0, valid, s0, exp_rel(x, mo));
+    }
+    above = ab;
+    return {_mm512_reduce_max_ps(vmax), sum_lanes(s0) + sum_lanes(s1)};
+}
+
+// The block's sum again, against a new offset (the block raised m_ref); from L1.
+template <LogitDType dt>
+JSONLW_AVX512 double exp_sum(const unsigned char* p, std::int64_t base, std::int32_t n,
+                             float off) noexcept
+{
+    const __m512 mo = _mm512_set1_ps(off);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    std::int32_t j = 0;
+    for (; j + 2 * W <= n; j += 2 * W) {
+        s0 = _mm512_add_ps(s0, exp_rel(load<dt>(p, base + j), mo));
+        s1 = _mm512_add_ps(s1, exp_rel(load<dt>(p, base + j + W), mo));
+    }
+    for (; j < n; j += W) {
+        const __mmask16 valid = n - j >= W ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1u);
+        s0 = _mm512_mask_add_ps(s0, valid, s0, exp_rel(load_part<dt>(p, base + j, valid), mo));
+    }
+    return sum_lanes(s0) + sum_lanes(s1);
+}
+
+// Offers the block's logits above the gate, in id order; from L1.
+template <LogitDType dt>
+JSONLW_AVX512 void offer_block(const unsigned char* p, std::int32_t base, std::int32_t n,
+                               TopCandidates& top) noexcept
+{
+    alignas(64) float xs[W];
+    for (std::int32_t j = 0; j < n; j += W) {
+        const __mmask16 valid = n - j >= W ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1u);
+        const __m512 x = load_part<dt>(p, std::int64_t(base) + j, valid);
+        unsigned m = _mm512_cmp_ps_mask(x, _mm512_set1_ps(top.gate()), _CMP_GT_OQ);
+        if (m == 0) continue;
+        _mm512_store_ps(xs, x);
+        for (; m != 0; m &= m - 1) {
+            const int l = __builtin_ctz(m);
+            top.offer(base + j + l, xs[l]);
+        }
+    }
+}
+
+template <LogitDType dt>
+JSONLW_AVX512 bool row(const FastRowArgs& a, FastRowState& st) noexcept
+{
+    __m512i above = _mm512_setzero_si512();
+    for (std::int32_t base = 0; base < a.vocab; base += fast_block) {
+        const std::int32_t n = a.vocab - base < fast_block ? a.vocab - base : fast_block;
+        const float off = st.lse.exp_offset();
+        BlockPass b;
+        switch (rank_mode(base, n, a.s_at)) {
+        case RankMode::ge: b = first_pass<dt, RankMode::ge>(a, base, n, off, above); break;
+        case RankMode::gt: b = first_pass<dt, RankMode::gt>(a, base, n, off, above); break;
+        default: b = first_pass<dt, RankMode::mixed>(a, base, n, off, above); break;
+        }
+        switch (st.lse.after_block(b.max, b.sum)) {
+        case LseState::Step::special: return false;
+        case LseState::Step::redo:
+            if (!st.lse.after_redo(exp_sum<dt>(a.p, base, n, st.lse.m_ref))) return false;
+            break;
+        case LseState::Step::keep: break;
+        }
+        if (b.max > st.top.gate()) offer_block<dt>(a.p, base, n, st.top);
+    }
+    st.above = static_cast<std::uint32_t>(_mm512_reduce_add_epi32(above));
+    return true;
+}
+
+template <LogitDType dt>
+JSONLW_AVX512 double read_all(const unsigned char* p, std::int32_t vocab) noexcept
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    std::int32_t j = 0;
+    for (; j + 2 * W <= vocab; j += 2 * W) {
+        s0 = _mm512_add_ps(s0, load<dt>(p, j));
+        s1 = _mm512_add_ps(s1, load<dt>(p, j + W));
+    }
+    for (; j < vocab; j += W) {
+        const __mmask16 valid =
+            vocab - j >= W ? __mmask16(0xffff) : __mmask16((1u << (vocab - j)) - 1u);
+        s0 = _mm512_mask_add_ps(s0, valid, s0, load_part<dt>(p, j, valid));
+    }
+    return sum_lanes(s0) + sum_lanes(s1);
+}
+
+}  // namespace
+
+JSONLW_AVX512 bool fast_row_avx512(LogitDType dtype, const FastRowArgs& a,
+                                   FastRowState& st) noexcept
+{
+    switch (dtype) {
+    case LogitDType::F32: return row<LogitDType::F32>(a, st);
+    case LogitDType::F16: return row<LogitDType::F16>(a, st);
+    default: return row<LogitDType::BF16>(a, st);
+    }
+}
+
+JSONLW_AVX512 double read_pass_avx512(const unsigned char* p, LogitDType dtype,
+                                      std::int32_t vocab) noexcept
+{
+    switch (dtype) {
+    case LogitDType::F32: return read_all<LogitDType::F32>(p, vocab);
+    case LogitDType::F16: return read_all<LogitDType::F16>(p, vocab);
+    default: return read_all<LogitDType::BF16>(p, vocab);
+    }
+}
+
+JSONLW_AVX512 double exp_pass_avx512(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
+                                     float m) noexcept
+{
+    double s = 0;
+    for (std::int32_t base = 0; base < vocab; base += fast_block) {
+        const std::int32_t n = vocab - base < fast_block ? vocab - base : fast_block;
+        switch (dtype) {
+        case LogitDType::F32: s += exp_sum<LogitDType::F32>(p, base, n, m); break;
+        case LogitDType::F16: s += exp_sum<LogitDType::F16>(p, base, n, m); break;
+        default: s += exp_sum<LogitDType::BF16>(p, base, n, m); break;
+        }
+    }
+    return s;
+}
+
+#else  // not x86: never selected (cpu_row_path_supported says no); the portable kernel stands in
+
+bool fast_row_avx512(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept
+{
+    return fast_row_scalar(dtype, a, st);
+}
+double read_pass_avx512(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept
+{
+    return read_pass_scalar(p, dtype, vocab);
+}
+double exp_pass_avx512(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
+                       float m) noexcept
+{
+    return exp_pass_scalar(p, dtype, vocab, m);
+}
+
+#endif
+
+}  // namespace jsonlw::snapshot::detail

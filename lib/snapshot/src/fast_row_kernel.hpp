@@ -1,0 +1,122 @@
+// What fast_row's kernels (fast_row_scalar.cpp, fast_row_avx2.cpp, fast_row_avx512.cpp) share:
+// the row's arguments, the per-block log-sum-exp bookkeeping, and the rank mode of a block.
+// A kernel walks the row once in blocks of fast_block logits; for each block it reads the logits
+// once from memory and computes, at its SIMD width: the block's max, the count of logits above
+// the sampled one, and the sum of exp(x - m_ref) for the m_ref of the blocks before; the rare
+// block that must be looked at again (its max beat the top-k gate, or m_ref) is re-read from L1.
+// Called from fast_row.cpp only, on any thread, with one FastRowState per row.
+#pragma once
+
+#include "topk_candidates.hpp"
+
+#include <jsonlw/snapshot/types.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace jsonlw::snapshot::detail {
+
+// Logits per block: small enough that a re-read comes from L1 (4 KiB of fp32), large enough that
+// the per-block work (two horizontal reductions, the checks below) is a few percent.
+inline constexpr std::int32_t fast_block = 1024;
+// exp(x - m) is computed as exp(max(x - m, -86)): e^-86 (~4e-38) is still a normal fp32, so no
+// term is ever subnormal (a subnormal result costs a microcode assist per vector on x86), and a
+// -inf logit gives e^-86 instead of 0, which no sum >= 1 can see.
+inline constexpr float fast_exp_floor = -86.0f;
+// A block whose max is more than this above m_ref is summed again with its own max as m_ref:
+// below it, every term is at most e^60 and a block's fp32 sum stays far from overflow.
+inline constexpr float fast_stale_limit = 60.0f;
+
+struct FastRowArgs {
+    const unsigned char* p = nullptr;  // the row, element-aligned only
+    std::int32_t vocab = 0;
+    std::int32_t s_at = 0;  // the sampled id (0 when it is invalid)
+    float s_x = 0;          // its logit; +inf when the id is invalid, so nothing counts as above
+};
+
+// Which comparison counts "above the sampled logit" for a block: before the sampled id a tie
+// counts (it has the smaller id), from the sampled id on only a larger value does.
+enum class RankMode : std::uint8_t { ge, gt, mixed };
+inline RankMode rank_mode(std::int32_t base, std::int32_t n, std::int32_t s_at) noexcept
+{
+    if (base + n <= s_at) return RankMode::ge;
+    if (base >= s_at) return RankMode::gt;
+    return RankMode::mixed;
+}
+
+// The online log-sum-exp: sum = sum over the blocks so far of exp(x - m_ref), m_ref the largest
+// block max seen, kept unless a block's max beats it by more than fast_stale_limit (a stale
+// m_ref costs nothing: lse = m_ref + log(sum) whatever m_ref is, as long as no term overflows).
+struct LseState {
+    static constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+
+    float m_ref = neg_inf;  // -inf until a block with a finite logit
+    double sum = 0;
+
+    enum class Step : std::uint8_t { keep, redo, special };
+
+    // The offset a block's terms are computed against: m_ref, or any finite value while m_ref
+    // is -inf (those terms are thrown away, but a NaN must still come out as NaN).
+    float exp_offset() const noexcept { return m_ref > neg_inf ? m_ref : FLT_MAX; }
+
+    // After a block's first pass. block_max ignores NaN; block_sum is NaN when the block holds
+    // a NaN (the kernels make sure of that), so a NaN or +inf row always ends as `special`.
+    Step after_block(float block_max, double block_sum) noexcept
+    {
+        if (block_max == std::numeric_limits<float>::infinity()) return Step::special;
+        if (block_max > m_ref + fast_stale_limit) {  // m_ref -inf: any finite block max
+            sum *= std::exp(static_cast<double>(m_ref) - static_cast<double>(block_max));
+            m_ref = block_max;
+            return Step::redo;
+        }
+        if (!(block_sum <= DBL_MAX)) return Step::special;
+        if (m_ref > neg_inf) sum += block_sum;  // else the block is all -inf: its terms are 0
+        return Step::keep;
+    }
+    // After a `redo` block's sum against the new m_ref; false: the block holds a NaN.
+    bool after_redo(double block_sum) noexcept
+    {
+        if (!(block_sum <= DBL_MAX)) return false;
+        sum += block_sum;
+        return true;
+    }
+};
+
+struct FastRowState {
+    explicit FastRowState(int k) noexcept : top(k) {}
+
+    LseState lse;
+    TopCandidates top;
+    std::uint32_t above = 0;  // logits that come before the sampled one in the total order
+};
+
+// The kernels: false when the row must go to reference_row (a NaN or a +inf in it).
+bool fast_row_scalar(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept;
+bool fast_row_avx2(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept;
+bool fast_row_avx512(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept;
+
+// The bench passes of fast_row.hpp, per path.
+double read_pass_scalar(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept;
+double read_pass_avx2(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept;
+double read_pass_avx512(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept;
+double exp_pass_scalar(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
+                       float m) noexcept;
+double exp_pass_avx2(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
+                     float m) noexcept;
+double exp_pass_avx512(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
+                       float m) noexcept;
+
+// exp's polynomial: e^r = sum r^i / i! for i <= 7, Horner from the top. On |r| <= ln2 / 2 the
+// first dropped term is r^8 / 8! <= 5.2e-9, under an fp32 ulp of the result.
+inline constexpr float exp_c7 = 1.0f / 5040.0f;
+inline constexpr float exp_c6 = 1.0f / 720.0f;
+inline constexpr float exp_c5 = 1.0f / 120.0f;
+inline constexpr float exp_c4 = 1.0f / 24.0f;
+inline constexpr float exp_c3 = 1.0f / 6.0f;
+inline constexpr float exp_c2 = 0.5f;
+inline constexpr float exp_log2e = 1.44269504088896341f;
+inline constexpr float exp_ln2 = 0.693147180559945309f;
+
+}  // namespace jsonlw::snapshot::detail
