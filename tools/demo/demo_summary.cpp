@@ -79,6 +79,7 @@ int summarize(const DemoOptions& o, const DemoOutcome& r, KafkaShip* kafka)
         disk[i].name = accounts[i].name;
         disk[i].dir = o.out / demo_kinds[i];
         disk[i].written = reports[i].stats.written;
+        disk[i].unknown = reports[i].stats.unknown;
         disk[i].sink = r.sinks[i];
         gone_by_others += r.sinks[i].records_removed + r.sinks[i].records_moved;
     }
