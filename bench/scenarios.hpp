@@ -30,6 +30,9 @@ void file_check_scenario(const Config& cfg, Report& report);
 void serialization_scenario(const Config& cfg, Report& report);
 // The snapshot stage's CPU backend: rows/s and GB/s of logits read, next to memcpy.
 void snapshot_scenario(const Config& cfg, Report& report);
+// The CPU backend's row kernel on one thread: reference_row, fast_row per SIMD path, a read
+// pass and an exp floor over the same rows; then 64 rows through the backend on every core.
+void snapshot_rows_scenario(const Config& cfg, Report& report);
 // jsonlw report over demo output (1 GB; --quick 64 MB) next to a bare iterate_many pass.
 void report_scenario(const Config& cfg, Report& report);
 // The main job past its load: jsonlw demo at 1x, 2x, 4x the rate it sustains without drops.
