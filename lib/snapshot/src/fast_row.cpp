@@ -131,6 +131,12 @@ bool fast_row(const void* row, LogitDType dtype, std::int32_t vocab, std::int32_
     a.s_x = sampled_valid ? sampled_x : std::numeric_limits<float>::infinity();
     const int kk = std::min(k, vocab);
     detail::FastRowState st(kk);
+    // A finite logit among the first 16 as m_ref from the start: the first block is then summed
+    // once, not twice (unless its max is more than fast_stale_limit above that logit).
+    for (std::int32_t i = 0; i < std::min(vocab, 16); ++i) {
+        const float x = load_logit(row, dtype, i);
+        if (x > st.lse.m_ref && x < std::numeric_limits<float>::infinity()) st.lse.m_ref = x;
+    }
     bool plain = false;
     switch (path) {
     case CpuRowPath::avx512: plain = detail::fast_row_avx512(dtype, a, st); break;

@@ -71,9 +71,7 @@ JSONLW_AVX2 inline __m256 exp_rel(__m256 x, __m256 m) noexcept
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(exp_log2e)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_ln2), t);
-    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(exp_c7), r, _mm256_set1_ps(exp_c6));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(exp_c5));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(exp_c4));
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(exp_c5), r, _mm256_set1_ps(exp_c4));
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(exp_c3));
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(exp_c2));
     q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
@@ -122,35 +120,64 @@ struct BlockPass {
     double sum;
 };
 
-// As fast_row_avx512.cpp's first_pass; four accumulators, each lane taking <= 32 terms.
+using SubMax = __m256[fast_block / fast_sub];
+
+// As fast_row_avx512.cpp's first_pass: four accumulators, each lane taking <= 32 terms per
+// block; bf16 of a whole sub-block widened from 32-byte loads as even and odd elements.
 template <LogitDType dt, RankMode mode>
 JSONLW_AVX2 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std::int32_t n,
-                                 float off, __m256i& above) noexcept
+                                 float off, __m256i& above, SubMax& sub_max) noexcept
 {
     const __m256 sx = _mm256_set1_ps(a.s_x), mo = _mm256_set1_ps(off);
     const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-    __m256 vmax = _mm256_set1_ps(LseState::neg_inf);
+    const __m256 neg_inf = _mm256_set1_ps(LseState::neg_inf);
+    __m256 vmax = neg_inf;
     __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps()};
     __m256i ab = above;
-    std::int32_t j = 0;
-    for (; j + 4 * W <= n; j += 4 * W) {
-        const std::int64_t i = std::int64_t(base) + j;
-        for (int u = 0; u < 4; ++u) {
-            const __m256 x = load<dt>(a.p, i + u * W);
-            vmax = _mm256_max_ps(x, vmax);
-            count_above<mode>(x, sx, all, i + u * W, a.s_at, ab);
-            s[u] = _mm256_add_ps(s[u], exp_rel(x, mo));
+    for (std::int32_t j0 = 0, sb = 0; j0 < n; j0 += fast_sub, ++sb) {
+        const std::int64_t i0 = std::int64_t(base) + j0;
+        const std::int32_t c = n - j0 < fast_sub ? n - j0 : fast_sub;
+        __m256 vm = neg_inf;
+        if (mode != RankMode::mixed && c == fast_sub) {
+            if constexpr (dt == LogitDType::BF16) {
+                const __m256i hi = _mm256_set1_epi32(std::int32_t(0xffff0000u));
+                for (int u = 0; u < fast_sub; u += 2 * W) {
+                    const __m256i v =
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.p + 2 * (i0 + u)));
+                    const __m256 x0 = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                    const __m256 x1 = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
+                    vm = _mm256_max_ps(x0, vm);
+                    vm = _mm256_max_ps(x1, vm);
+                    count_above<mode>(x0, sx, all, 0, 0, ab);
+                    count_above<mode>(x1, sx, all, 0, 0, ab);
+                    const int acc = (u / (2 * W)) % 2 * 2;
+                    s[acc] = _mm256_add_ps(s[acc], exp_rel(x0, mo));
+                    s[acc + 1] = _mm256_add_ps(s[acc + 1], exp_rel(x1, mo));
+                }
+            } else {
+                for (int u = 0; u < fast_sub; u += 4 * W) {
+                    for (int v = 0; v < 4; ++v) {
+                        const __m256 x = load<dt>(a.p, i0 + u + v * W);
+                        vm = _mm256_max_ps(x, vm);
+                        count_above<mode>(x, sx, all, 0, 0, ab);
+                        s[v] = _mm256_add_ps(s[v], exp_rel(x, mo));
+                    }
+                }
+            }
+        } else {
+            for (std::int32_t j = 0; j < c; j += W) {
+                const int cnt = c - j >= W ? W : c - j;
+                const __m256 x = cnt == W ? load<dt>(a.p, i0 + j) : load_part<dt>(a.p, i0 + j, cnt);
+                const __m256 valid = first_lanes(cnt);
+                vm = _mm256_max_ps(x, vm);
+                count_above<mode>(x, sx, valid, i0 + j, a.s_at, ab);
+                __m256& acc = s[(j / W) % 4];
+                acc = _mm256_add_ps(acc, _mm256_and_ps(valid, exp_rel(x, mo)));
+            }
         }
-    }
-    for (; j < n; j += W) {
-        const std::int64_t i = std::int64_t(base) + j;
-        const int c = n - j >= W ? W : n - j;
-        const __m256 x = c == W ? load<dt>(a.p, i) : load_part<dt>(a.p, i, c);
-        const __m256 valid = first_lanes(c);
-        vmax = _mm256_max_ps(x, vmax);
-        count_above<mode>(x, sx, valid, i, a.s_at, ab);
-        s[0] = _mm256_add_ps(s[0], _mm256_and_ps(valid, exp_rel(x, mo)));
+        sub_max[sb] = vm;
+        vmax = _mm256_max_ps(vm, vmax);
     }
     above = ab;
     return {max_lanes(vmax),
@@ -176,22 +203,29 @@ JSONLW_AVX2 double exp_sum(const unsigned char* p, std::int64_t base, std::int32
     return (sum_lanes(s[0]) + sum_lanes(s[1])) + (sum_lanes(s[2]) + sum_lanes(s[3]));
 }
 
+// Offers the logits above the gate of every sub-block whose max beats it, in id order; from L1.
 template <LogitDType dt>
 JSONLW_AVX2 void offer_block(const unsigned char* p, std::int32_t base, std::int32_t n,
-                             TopCandidates& top) noexcept
+                             const SubMax& sub_max, TopCandidates& top) noexcept
 {
     alignas(32) float xs[W];
-    for (std::int32_t j = 0; j < n; j += W) {
-        const int c = n - j >= W ? W : n - j;
-        const std::int64_t i = std::int64_t(base) + j;
-        const __m256 x = c == W ? load<dt>(p, i) : load_part<dt>(p, i, c);
-        unsigned m = unsigned(
-            _mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(top.gate()), _CMP_GT_OQ)));
-        if (m == 0) continue;
-        _mm256_store_ps(xs, x);
-        for (; m != 0; m &= m - 1) {
-            const int l = __builtin_ctz(m);
-            top.offer(base + j + l, xs[l]);
+    for (std::int32_t j0 = 0, sb = 0; j0 < n; j0 += fast_sub, ++sb) {
+        if (_mm256_movemask_ps(_mm256_cmp_ps(sub_max[sb], _mm256_set1_ps(top.gate()),
+                                             _CMP_GT_OQ)) == 0)
+            continue;
+        const std::int32_t c = n - j0 < fast_sub ? n - j0 : fast_sub;
+        for (std::int32_t j = j0; j < j0 + c; j += W) {
+            const int cnt = j0 + c - j >= W ? W : j0 + c - j;
+            const std::int64_t i = std::int64_t(base) + j;
+            const __m256 x = cnt == W ? load<dt>(p, i) : load_part<dt>(p, i, cnt);
+            unsigned m = unsigned(
+                _mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(top.gate()), _CMP_GT_OQ)));
+            if (m == 0) continue;
+            _mm256_store_ps(xs, x);
+            for (; m != 0; m &= m - 1) {
+                const int l = __builtin_ctz(m);
+                top.offer(base + j + l, xs[l]);
+            }
         }
     }
 }
@@ -200,14 +234,15 @@ template <LogitDType dt>
 JSONLW_AVX2 bool row(const FastRowArgs& a, FastRowState& st) noexcept
 {
     __m256i above = _mm256_setzero_si256();
+    SubMax sub_max;
     for (std::int32_t base = 0; base < a.vocab; base += fast_block) {
         const std::int32_t n = a.vocab - base < fast_block ? a.vocab - base : fast_block;
         const float off = st.lse.exp_offset();
         BlockPass b;
         switch (rank_mode(base, n, a.s_at)) {
-        case RankMode::ge: b = first_pass<dt, RankMode::ge>(a, base, n, off, above); break;
-        case RankMode::gt: b = first_pass<dt, RankMode::gt>(a, base, n, off, above); break;
-        default: b = first_pass<dt, RankMode::mixed>(a, base, n, off, above); break;
+        case RankMode::ge: b = first_pass<dt, RankMode::ge>(a, base, n, off, above, sub_max); break;
+        case RankMode::gt: b = first_pass<dt, RankMode::gt>(a, base, n, off, above, sub_max); break;
+        default: b = first_pass<dt, RankMode::mixed>(a, base, n, off, above, sub_max); break;
         }
         switch (st.lse.after_block(b.max, b.sum)) {
         case LseState::Step::special: return false;
@@ -216,7 +251,7 @@ JSONLW_AVX2 bool row(const FastRowArgs& a, FastRowState& st) noexcept
             break;
         case LseState::Step::keep: break;
         }
-        if (b.max > st.top.gate()) offer_block<dt>(a.p, base, n, st.top);
+        if (b.max > st.top.gate()) offer_block<dt>(a.p, base, n, sub_max, st.top);
     }
     alignas(32) std::uint32_t lanes[W];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), above);

@@ -68,7 +68,7 @@ JSONLW_AVX512 inline __m512 load_part(const unsigned char* p, std::int64_t i,
     }
 }
 
-// exp(max(x - m, -86)) lane by lane: n = round(t log2e), r = t - n ln2, e^r by the degree-7
+// exp(max(x - m, -86)) lane by lane: n = round(t log2e), r = t - n ln2, e^r by the degree-5
 // polynomial, times 2^n by vscalefps. A NaN lane stays NaN all the way (vmaxps returns its
 // second operand when one is NaN; the rest propagates), and so does a +inf lane (r = inf - inf).
 JSONLW_AVX512 inline __m512 exp_rel(__m512 x, __m512 m) noexcept
@@ -77,9 +77,7 @@ JSONLW_AVX512 inline __m512 exp_rel(__m512 x, __m512 m) noexcept
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(exp_log2e)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_ln2), t);
-    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(exp_c7), r, _mm512_set1_ps(exp_c6));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c5));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c4));
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(exp_c5), r, _mm512_set1_ps(exp_c4));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c3));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c2));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
@@ -126,34 +124,73 @@ struct BlockPass {
     double sum;
 };
 
-// A block's one read: its max (NaN ignored: vmaxps keeps its second operand), the rank count,
-// and the sum of exp(x - off). Two accumulators, each lane of each taking <= 32 terms.
+// The max of each fast_sub logits of a block, for the offer scan.
+using SubMax = __m512[fast_block / fast_sub];
+
+// One in-order vector of a block (the sampled id's block, a partial sub-block): `valid` lanes.
+template <LogitDType dt, RankMode mode>
+JSONLW_AVX512 inline void in_order(const FastRowArgs& a, std::int64_t i, __mmask16 valid,
+                                   __m512 sx, __m512 mo, __m512& vm, __m512& s,
+                                   __m512i& ab) noexcept
+{
+    const __m512 x = load_part<dt>(a.p, i, valid);
+    vm = _mm512_max_ps(x, vm);
+    count_above<mode>(x, sx, valid, i, a.s_at, ab);
+    s = _mm512_mask_add_ps(s, valid, s, exp_rel(x, mo));
+}
+
+// A block's one read: its max and its sub-blocks' (NaN ignored: vmaxps keeps its second
+// operand), the rank count, and the sum of exp(x - off). Two accumulators, each lane of each
+// taking <= 32 terms per block. A whole sub-block outside the sampled id's block goes without
+// lane masks; bf16 there is widened from one 64-byte load as even and odd elements (a shift and
+// an and), which changes which lane sums a logit but nothing that depends on its id.
 template <LogitDType dt, RankMode mode>
 JSONLW_AVX512 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std::int32_t n,
-                                   float off, __m512i& above) noexcept
+                                   float off, __m512i& above, SubMax& sub_max) noexcept
 {
     const __m512 sx = _mm512_set1_ps(a.s_x), mo = _mm512_set1_ps(off);
-    __m512 vmax = _mm512_set1_ps(LseState::neg_inf);
+    const __m512 neg_inf = _mm512_set1_ps(LseState::neg_inf);
+    __m512 vmax = neg_inf;
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     __m512i ab = above;
-    std::int32_t j = 0;
-    for (; j + 2 * W <= n; j += 2 * W) {
-        const std::int64_t i = std::int64_t(base) + j;
-        const __m512 x0 = load<dt>(a.p, i), x1 = load<dt>(a.p, i + W);
-        vmax = _mm512_max_ps(x0, vmax);
-        vmax = _mm512_max_ps(x1, vmax);
-        count_above<mode>(x0, sx, 0xffff, i, a.s_at, ab);
-        count_above<mode>(x1, sx, 0xffff, i + W, a.s_at, ab);
-        s0 = _mm512_add_ps(s0, exp_rel(x0, mo));
-        s1 = _mm512_add_ps(s1, exp_rel(x1, mo));
-    }
-    for (; j < n; j += W) {
-        const std::int64_t i = std::int64_t(base) + j;
-        const __mmask16 valid = n - j >= W ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1u);
-        const __m512 x = load_part<dt>(a.p, i, valid);
-        vmax = _mm512_max_ps(x, vmax);
-        count_above<mode>(x, sx, valid, i, a.s_at, ab);
-        s0 = _mm512_mask_add_ps(s0, valid, s0, exp_rel(x, mo));
+    for (std::int32_t j0 = 0, sb = 0; j0 < n; j0 += fast_sub, ++sb) {
+        const std::int64_t i0 = std::int64_t(base) + j0;
+        const std::int32_t c = n - j0 < fast_sub ? n - j0 : fast_sub;
+        __m512 vm = neg_inf;
+        if (mode != RankMode::mixed && c == fast_sub) {
+            if constexpr (dt == LogitDType::BF16) {
+                const __m512i hi = _mm512_set1_epi32(std::int32_t(0xffff0000u));
+                for (int u = 0; u < fast_sub; u += 2 * W) {
+                    const __m512i v = _mm512_loadu_si512(a.p + 2 * (i0 + u));
+                    const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+                    const __m512 x1 = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+                    vm = _mm512_max_ps(x0, vm);
+                    vm = _mm512_max_ps(x1, vm);
+                    count_above<mode>(x0, sx, 0xffff, 0, 0, ab);
+                    count_above<mode>(x1, sx, 0xffff, 0, 0, ab);
+                    s0 = _mm512_add_ps(s0, exp_rel(x0, mo));
+                    s1 = _mm512_add_ps(s1, exp_rel(x1, mo));
+                }
+            } else {
+                for (int u = 0; u < fast_sub; u += 2 * W) {
+                    const __m512 x0 = load<dt>(a.p, i0 + u), x1 = load<dt>(a.p, i0 + u + W);
+                    vm = _mm512_max_ps(x0, vm);
+                    vm = _mm512_max_ps(x1, vm);
+                    count_above<mode>(x0, sx, 0xffff, 0, 0, ab);
+                    count_above<mode>(x1, sx, 0xffff, 0, 0, ab);
+                    s0 = _mm512_add_ps(s0, exp_rel(x0, mo));
+                    s1 = _mm512_add_ps(s1, exp_rel(x1, mo));
+                }
+            }
+        } else {
+            for (std::int32_t j = 0; j < c; j += W) {
+                const __mmask16 valid =
+                    c - j >= W ? __mmask16(0xffff) : __mmask16((1u << (c - j)) - 1u);
+                in_order<dt, mode>(a, i0 + j, valid, sx, mo, vm, (j / W) % 2 ? s1 : s0, ab);
+            }
+        }
+        sub_max[sb] = vm;
+        vmax = _mm512_max_ps(vm, vmax);
     }
     above = ab;
     return {_mm512_reduce_max_ps(vmax), sum_lanes(s0) + sum_lanes(s1)};
@@ -178,21 +215,27 @@ JSONLW_AVX512 double exp_sum(const unsigned char* p, std::int64_t base, std::int
     return sum_lanes(s0) + sum_lanes(s1);
 }
 
-// Offers the block's logits above the gate, in id order; from L1.
+// Offers the logits above the gate of every sub-block whose max beats it, in id order; from L1.
 template <LogitDType dt>
 JSONLW_AVX512 void offer_block(const unsigned char* p, std::int32_t base, std::int32_t n,
-                               TopCandidates& top) noexcept
+                               const SubMax& sub_max, TopCandidates& top) noexcept
 {
     alignas(64) float xs[W];
-    for (std::int32_t j = 0; j < n; j += W) {
-        const __mmask16 valid = n - j >= W ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1u);
-        const __m512 x = load_part<dt>(p, std::int64_t(base) + j, valid);
-        unsigned m = _mm512_cmp_ps_mask(x, _mm512_set1_ps(top.gate()), _CMP_GT_OQ);
-        if (m == 0) continue;
-        _mm512_store_ps(xs, x);
-        for (; m != 0; m &= m - 1) {
-            const int l = __builtin_ctz(m);
-            top.offer(base + j + l, xs[l]);
+    for (std::int32_t j0 = 0, sb = 0; j0 < n; j0 += fast_sub, ++sb) {
+        if (_mm512_cmp_ps_mask(sub_max[sb], _mm512_set1_ps(top.gate()), _CMP_GT_OQ) == 0)
+            continue;
+        const std::int32_t c = n - j0 < fast_sub ? n - j0 : fast_sub;
+        for (std::int32_t j = j0; j < j0 + c; j += W) {
+            const std::int32_t left = j0 + c - j;
+            const __mmask16 valid = left >= W ? __mmask16(0xffff) : __mmask16((1u << left) - 1u);
+            const __m512 x = load_part<dt>(p, std::int64_t(base) + j, valid);
+            unsigned m = _mm512_cmp_ps_mask(x, _mm512_set1_ps(top.gate()), _CMP_GT_OQ);
+            if (m == 0) continue;
+            _mm512_store_ps(xs, x);
+            for (; m != 0; m &= m - 1) {
+                const int l = __builtin_ctz(m);
+                top.offer(base + j + l, xs[l]);
+            }
         }
     }
 }
@@ -201,14 +244,15 @@ template <LogitDType dt>
 JSONLW_AVX512 bool row(const FastRowArgs& a, FastRowState& st) noexcept
 {
     __m512i above = _mm512_setzero_si512();
+    SubMax sub_max;
     for (std::int32_t base = 0; base < a.vocab; base += fast_block) {
         const std::int32_t n = a.vocab - base < fast_block ? a.vocab - base : fast_block;
         const float off = st.lse.exp_offset();
         BlockPass b;
         switch (rank_mode(base, n, a.s_at)) {
-        case RankMode::ge: b = first_pass<dt, RankMode::ge>(a, base, n, off, above); break;
-        case RankMode::gt: b = first_pass<dt, RankMode::gt>(a, base, n, off, above); break;
-        default: b = first_pass<dt, RankMode::mixed>(a, base, n, off, above); break;
+        case RankMode::ge: b = first_pass<dt, RankMode::ge>(a, base, n, off, above, sub_max); break;
+        case RankMode::gt: b = first_pass<dt, RankMode::gt>(a, base, n, off, above, sub_max); break;
+        default: b = first_pass<dt, RankMode::mixed>(a, base, n, off, above, sub_max); break;
         }
         switch (st.lse.after_block(b.max, b.sum)) {
         case LseState::Step::special: return false;
@@ -217,7 +261,7 @@ JSONLW_AVX512 bool row(const FastRowArgs& a, FastRowState& st) noexcept
             break;
         case LseState::Step::keep: break;
         }
-        if (b.max > st.top.gate()) offer_block<dt>(a.p, base, n, st.top);
+        if (b.max > st.top.gate()) offer_block<dt>(a.p, base, n, sub_max, st.top);
     }
     st.above = static_cast<std::uint32_t>(_mm512_reduce_add_epi32(above));
     return true;

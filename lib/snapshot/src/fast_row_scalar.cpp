@@ -69,9 +69,7 @@ inline f4 exp_rel(f4 x, float m) noexcept
     const f4 kd = t * exp_log2e + shifter;
     const f4 n = kd - shifter;
     const f4 r = t - n * exp_ln2;
-    f4 q = r * exp_c7 + exp_c6;
-    q = q * r + exp_c5;
-    q = q * r + exp_c4;
+    f4 q = r * exp_c5 + exp_c4;
     q = q * r + exp_c3;
     q = q * r + exp_c2;
     q = q * r + 1.0f;

@@ -13,9 +13,14 @@ namespace jsonlw::snapshot::detail {
 
 class TopCandidates {
 public:
-    static constexpr int capacity = 4 * SnapshotConfig::max_k;
+    static constexpr int capacity = 2 * SnapshotConfig::max_k;
 
-    explicit TopCandidates(int k) noexcept : k_(k) {}
+    // A cut at twice k (at least 32 entries) keeps each cut cheap and raises the gate early: the
+    // first block of a row offers ~100 logits rather than all of its 1024.
+    explicit TopCandidates(int k) noexcept
+        : k_(k), cut_at_(k * 2 < 32 ? 32 : k * 2 > capacity ? capacity : k * 2)
+    {
+    }
 
     // A logit must be above this to be offered. Offers come in increasing id order, so a later
     // logit equal to the k-th best so far loses the tie (order_key: ties to the smaller id) and
@@ -27,7 +32,7 @@ public:
     {
         if (!(x > gate_)) return;
         keys_[n_++] = order_key(x, id);
-        if (n_ == capacity) cut();
+        if (n_ == cut_at_) cut();
     }
 
     // Sorts the buffer in the total order, keeps the first min(k, size) and returns how many.
@@ -40,6 +45,7 @@ private:
     std::uint64_t keys_[capacity];
     int n_ = 0;
     int k_;
+    int cut_at_;
     float gate_ = -std::numeric_limits<float>::infinity();
 };
 
