@@ -28,7 +28,8 @@ bool has_avx2() noexcept
         __builtin_cpu_init();
         unsigned a = 0, b = 0, c = 0, d = 0;
         const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
-        return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("popcnt");
     }();
     return has;
 }

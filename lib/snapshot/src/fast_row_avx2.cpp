@@ -15,11 +15,18 @@ namespace jsonlw::snapshot::detail {
 
 #ifdef JSONLW_FAST_ROW_AVX2
 
-#define JSONLW_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define JSONLW_AVX2 __attribute__((target("avx2,fma,f16c,popcnt")))
 
 namespace {
 
 constexpr int W = 8;
+// As fast_row_avx512.cpp's: first_pass prefetches this many bytes ahead of its loads.
+constexpr std::int64_t prefetch_ahead = 4096;
+
+JSONLW_AVX2 inline void prefetch(const unsigned char* p) noexcept
+{
+    _mm_prefetch(reinterpret_cast<const char*>(p) + prefetch_ahead, _MM_HINT_T0);
+}
 
 template <LogitDType dt>
 JSONLW_AVX2 inline __m256 load(const unsigned char* p, std::int64_t i) noexcept
@@ -143,6 +150,7 @@ JSONLW_AVX2 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std::i
             if constexpr (dt == LogitDType::BF16) {
                 const __m256i hi = _mm256_set1_epi32(std::int32_t(0xffff0000u));
                 for (int u = 0; u < fast_sub; u += 2 * W) {
+                    if (u % (4 * W) == 0) prefetch(a.p + 2 * (i0 + u));
                     const __m256i v =
                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.p + 2 * (i0 + u)));
                     const __m256 x0 = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
@@ -156,7 +164,10 @@ JSONLW_AVX2 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std::i
                     s[acc + 1] = _mm256_add_ps(s[acc + 1], exp_rel(x1, mo));
                 }
             } else {
+                constexpr std::size_t size = dt == LogitDType::F32 ? 4 : 2;
                 for (int u = 0; u < fast_sub; u += 4 * W) {
+                    prefetch(a.p + size * std::size_t(i0 + u));
+                    if constexpr (size == 4) prefetch(a.p + size * std::size_t(i0 + u + 2 * W));
                     for (int v = 0; v < 4; ++v) {
                         const __m256 x = load<dt>(a.p, i0 + u + v * W);
                         vm = _mm256_max_ps(x, vm);
@@ -203,6 +214,35 @@ JSONLW_AVX2 double exp_sum(const unsigned char* p, std::int64_t base, std::int32
     return (sum_lanes(s[0]) + sum_lanes(s[1])) + (sum_lanes(s[2]) + sum_lanes(s[3]));
 }
 
+// fast_row_avx512.cpp's cut, 4 keys at a time: AVX2 compares 64-bit lanes as signed, so every
+// key has its top bit flipped first.
+JSONLW_AVX2 void cut(TopCandidates& top) noexcept
+{
+    const int n = top.size(), k = top.k();
+    const int nv = (n + 3) / 4;
+    alignas(32) std::uint64_t buf[TopCandidates::capacity + 4];
+    alignas(32) std::uint64_t kept[TopCandidates::capacity];
+    const std::uint64_t* keys = top.keys();
+    constexpr std::uint64_t flip = std::uint64_t{1} << 63;
+    for (int i = 0; i < nv * 4; ++i) buf[i] = (i < n ? keys[i] : 0) ^ flip;
+    int pos = 0;
+    std::uint64_t kth = 0;
+    for (int i = 0; i < n; ++i) {
+        const __m256i b = _mm256_set1_epi64x(static_cast<long long>(buf[i]));
+        int rank = 0;
+        for (int v = 0; v < nv; ++v) {
+            const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(buf + 4 * v));
+            rank += __builtin_popcount(
+                unsigned(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(x, b)))));
+        }
+        kept[pos] = buf[i] ^ flip;
+        pos += rank < k;
+        kth = rank == k - 1 ? buf[i] ^ flip : kth;
+    }
+    std::memcpy(top.keys(), kept, std::size_t(k) * sizeof kept[0]);
+    top.kept(kth);
+}
+
 // Offers the logits above the gate of every sub-block whose max beats it, in id order; from L1.
 template <LogitDType dt>
 JSONLW_AVX2 void offer_block(const unsigned char* p, std::int32_t base, std::int32_t n,
@@ -224,7 +264,7 @@ JSONLW_AVX2 void offer_block(const unsigned char* p, std::int32_t base, std::int
             _mm256_store_ps(xs, x);
             for (; m != 0; m &= m - 1) {
                 const int l = __builtin_ctz(m);
-                top.offer(base + j + l, xs[l]);
+                if (top.offer(base + j + l, xs[l])) cut(top);
             }
         }
     }

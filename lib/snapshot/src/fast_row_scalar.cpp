@@ -148,7 +148,7 @@ void offer_block(const unsigned char* p, std::int32_t base, std::int32_t n,
 {
     for (std::int32_t j = 0; j < n; ++j) {
         const float x = load1<dt>(p, std::int64_t(base) + j);
-        if (x > top.gate()) top.offer(base + j, x);
+        if (x > top.gate() && top.offer(base + j, x)) top.cut();
     }
 }
 

@@ -7,6 +7,7 @@
 #include <jsonlw/snapshot/types.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace jsonlw::snapshot::detail {
@@ -27,20 +28,42 @@ public:
     // "above" is strict. Never NaN; -inf until the first cut, so -inf logits never enter.
     float gate() const noexcept { return gate_; }
 
-    // x: a logit that is not NaN (the kernels give up on a NaN row before the end).
-    void offer(std::int32_t id, float x) noexcept
+    // x: a logit that is not NaN (the kernels give up on a NaN row before the end). True when
+    // the buffer is full: the caller cuts it (cut(), or a kernel's own) before the next offer.
+    [[nodiscard]] bool offer(std::int32_t id, float x) noexcept
     {
-        if (!(x > gate_)) return;
+        if (!(x > gate_)) return false;
         keys_[n_++] = order_key(x, id);
-        if (n_ == cut_at_) cut();
+        return n_ == cut_at_;
+    }
+
+    // Keeps the k best (std::nth_element) and raises the gate to the k-th.
+    void cut() noexcept;
+    // For a kernel's own cut: the buffer, and what it kept (the k best in keys()[0, k) and
+    // the k-th best's key).
+    std::uint64_t* keys() noexcept { return keys_; }
+    int size() const noexcept { return n_; }
+    int k() const noexcept { return k_; }
+    void kept(std::uint64_t kth) noexcept
+    {
+        n_ = k_;
+        gate_ = ordered_value(static_cast<std::uint32_t>(kth >> 32));
     }
 
     // Sorts the buffer in the total order, keeps the first min(k, size) and returns how many.
     int finish() noexcept;
     std::int32_t id(int i) const noexcept { return key_id(keys_[i]); }
 
+    // The value of an order_key's upper half (ordered_bits, reference.hpp) for a non-NaN logit.
+    static float ordered_value(std::uint32_t o) noexcept
+    {
+        const std::uint32_t u = (o & 0x80000000u) ? (o & 0x7fffffffu) : ~o;
+        float f;
+        std::memcpy(&f, &u, sizeof f);
+        return f;
+    }
+
 private:
-    void cut() noexcept;
 
     std::uint64_t keys_[capacity];
     int n_ = 0;
