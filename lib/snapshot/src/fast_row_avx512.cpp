@@ -14,7 +14,7 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define JSONLW_FAST_ROW_AVX512 1
 // GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, a self-initialized
-// variable that -Wuninitialized reports once per use (GCC bug 105593, fixed in GCC 13). The
+// variable that -Wuninitialized reports once per use (GCC 13 no longer does). The
 // warnings point into the header, so silencing them around the include is enough.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
