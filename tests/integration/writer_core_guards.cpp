@@ -249,16 +249,16 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
     CHECK(s.pending == 0);
     CHECK(invariant_holds(s));
 
-    // Half of three equal lines lands, then ENOSPC: the first line whole and the second cut
-    // are unknown, the third never reached the file.
+    // Half of three equal lines lands, then ENOSPC: the sink cuts the file back to its length
+    // before the append, so none of the three is there (write_error, none unknown).
     h.seam->short_write_once(ENOSPC);
     submit_group(h.loop, w, {20, 21, 22});
     flush(w);
     s = w.stats();
     INFO("after a short write then ENOSPC: " << s);
     CHECK(s.written == 0);
-    CHECK(s.unknown == 2);
-    CHECK(s.dropped.write_error == 3);
+    CHECK(s.unknown == 0);
+    CHECK(s.dropped.write_error == 5);
     CHECK(s.batches == 0);
     CHECK(s.pending == 0);
     CHECK(invariant_holds(s));
@@ -272,8 +272,8 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
     CHECK(s.written == 2);
     CHECK(s.batches == 1);
     CHECK(s.bytes == line_bytes({30, 31}));
-    CHECK(s.unknown == 2);
-    CHECK(s.dropped.write_error == 3);
+    CHECK(s.unknown == 0);
+    CHECK(s.dropped.write_error == 5);
     CHECK(invariant_holds(s));
 
     submit_group(h.loop, w, {40});
@@ -284,17 +284,19 @@ TEST_CASE("each fault is counted exactly by reason: write error, short write, EI
     CHECK(s.written == 3);
     CHECK(s.batches == 2);
     CHECK(s.bytes == line_bytes({30, 31, 40}));
-    CHECK(s.dropped.total() == 3);
-    CHECK(s.dropped.write_error == 3);
-    CHECK(s.unknown == 2);
+    CHECK(s.dropped.total() == 5);
+    CHECK(s.dropped.write_error == 5);
+    CHECK(s.unknown == 0);
     CHECK(invariant_holds(s));
     // Two failed appends, one warning (the first; the next is the 1000th).
     INFO(h.logs.dump());
     CHECK(h.logs.count(LogLevel::warning, "Failed to write test JSONL") == 1);
     const auto lines = read_lines(w.file_path());
+    // No torn line from the cut append: the file ends with the three written lines.
     REQUIRE(lines.size() >= 3);
     CHECK(std::vector<std::string>(lines.end() - 3, lines.end()) ==
           std::vector<std::string>{line_of(30), line_of(31), line_of(40)});
+    for (const std::string& l : lines) CHECK(l.find("\"id\":2") == std::string::npos);
 }
 
 TEST_CASE("an fsync that fails after each batch makes the batch's records unknown, not write errors",

@@ -50,6 +50,14 @@ public:
         fsync_failures_left_ = times;
     }
     void eintr_once() { eintr_once_.store(true); }
+    // The next `times` ftruncate calls (a failed append's cut-back) fail with `err`: the torn
+    // bytes stay in the file (a file the sink cannot shorten, say a character device).
+    void fail_ftruncate(int err, int times = 1)
+    {
+        std::lock_guard lock(mutex_);
+        ftruncate_errno_ = err;
+        ftruncate_failures_left_ = times;
+    }
     // The next writev writes only the first half of its bytes; with `then_errno`, the writev
     // after it fails with that errno (a disk that fills up in the middle of a batch).
     void short_write_once(int then_errno = 0)
@@ -219,6 +227,21 @@ public:
         return FileIo::close(fd);
     }
 
+    int ftruncate(int fd, off_t length) noexcept override
+    {
+        ++ftruncate_count_;
+        {
+            std::lock_guard lock(mutex_);
+            if (ftruncate_failures_left_ != 0) {
+                if (ftruncate_failures_left_ > 0) --ftruncate_failures_left_;
+                errno = ftruncate_errno_;
+                return -1;
+            }
+        }
+        return FileIo::ftruncate(fd, length);
+    }
+    int ftruncate_count() const { return ftruncate_count_.load(); }
+
 private:
     mutable std::mutex mutex_;
     std::condition_variable cv_;
@@ -231,6 +254,8 @@ private:
     int after_short_errno_ = 0;
     int fsync_errno_ = 0;
     int fsync_failures_left_ = 0;
+    int ftruncate_errno_ = 0;
+    int ftruncate_failures_left_ = 0;
     std::function<void()> on_writev_;
     std::vector<WritevCall> calls_;
     std::atomic<bool> eintr_once_{false};
@@ -241,6 +266,7 @@ private:
     std::atomic<int> fsync_returned_{0};
     std::atomic<int> open_count_{0};
     std::atomic<int> close_count_{0};
+    std::atomic<int> ftruncate_count_{0};
 };
 
 // Releases a seam when it goes out of scope. Declare it after the writer, so that it runs

@@ -19,6 +19,8 @@ ssize_t FileIo::pread(int fd, void* buf, size_t count, off_t offset) noexcept
     return ::pread(fd, buf, count, offset);
 }
 int FileIo::fstat(int fd, struct stat* st) noexcept { return ::fstat(fd, st); }
+int FileIo::stat(const char* path, struct stat* st) noexcept { return ::stat(path, st); }
+int FileIo::ftruncate(int fd, off_t length) noexcept { return ::ftruncate(fd, length); }
 int FileIo::fsync(int fd) noexcept { return ::fsync(fd); }
 int FileIo::close(int fd) noexcept { return ::close(fd); }
 int FileIo::rename(const char* from, const char* to) noexcept

@@ -366,12 +366,13 @@ TEST_CASE("A failing append shows up in the sidecar's errors and as write_error,
     CHECK(v.records == 2);
 }
 
-TEST_CASE("A short write leaves an unknown extent that the verifier blanks out",
+TEST_CASE("A short write that cannot be cut back leaves an unknown extent that the verifier blanks out",
           "[request_trace][durable]")
 {
     TraceRig rig(true);
     rig.w().start();
     rig.seam->short_write_once(EIO);
+    rig.seam->fail_ftruncate(EIO);  // the torn bytes stay
     // Three lines of equal length: half of their bytes ends in the middle of the second.
     for (int i = 0; i < 3; ++i) rig.w().record_request(request("tr_torn" + std::to_string(i), t14));
     rig.loop.start();
@@ -419,9 +420,49 @@ TEST_CASE("A short write leaves an unknown extent that the verifier blanks out",
     CHECK(v.bad == 0);
 }
 
-TEST_CASE("An append that isolates a torn tail and then fails after part of its bytes still "
-          "counts the isolated fragment, 1 in the sidecar of the failure and 2 once the next "
-          "append isolates its own torn half-line",
+TEST_CASE("A short write is cut back: its records are write errors, the sidecar has no unknown "
+          "extent, and the shard verifies with the next record right after the last whole line",
+          "[request_trace][durable]")
+{
+    TraceRig rig(true);
+    rig.w().start();
+    rig.seam->short_write_once(EIO);
+    for (int i = 0; i < 3; ++i) rig.w().record_request(request("tr_cut" + std::to_string(i), t14));
+    rig.loop.start();
+    flush(rig.w());
+    auto s = rig.w().stats();
+    CHECK(s.written == 0);
+    CHECK(s.unknown == 0);
+    CHECK(s.dropped.write_error == 3);
+    CHECK(invariant_holds(s));
+    CHECK(rig.seam->ftruncate_count() == 1);
+
+    rig.w().record_request(request("tr_next", t14));
+    const auto report = close(rig.w());
+    CHECK(report.stats.written == 1);
+    CHECK(report.stats.unknown == 0);
+    CHECK(report.stats.dropped.write_error == 3);
+
+    Json side(read_file(rig.w().sidecar_path()));
+    check_counts(side, report.stats);
+    const auto shards = shards_of(side);
+    REQUIRE(shards.size() == 1);
+    CHECK(shards[0].extents.empty());
+    CHECK(shards[0].fragments_isolated == 0);
+    CHECK(shards[0].persisted_records == 1);
+    const auto lines = read_lines(rig.w().requests_file(t14));
+    REQUIRE(lines.size() == 1);
+    CHECK(str(Json(lines[0])["trace_id"]) == "tr_next");
+    const auto v = jsonlw::verify_request_trace_shards(rig.w().sidecar_path());
+    CHECK(v.consistent);
+    CHECK(v.counts_consistent);
+    CHECK(v.records == 1);
+    CHECK(v.bad == 0);
+}
+
+TEST_CASE("An append that isolates a torn tail and then fails after part of its bytes, and "
+          "cannot be cut back, still counts the isolated fragment, 1 in the sidecar of the "
+          "failure and 2 once the next append isolates its own torn half-line",
           "[request_trace][durable]")
 {
     TraceRig rig(true);
@@ -432,6 +473,7 @@ TEST_CASE("An append that isolates a torn tail and then fails after part of its 
 
     rig.w().start();
     rig.seam->short_write_once(EIO);
+    rig.seam->fail_ftruncate(EIO);  // the torn bytes stay
     // One append: the isolating '\n', then three lines of equal length; half of those bytes
     // land (the '\n', the first line, part of the second), then the disk fails.
     for (int i = 0; i < 3; ++i) rig.w().record_request(request("tr_torn" + std::to_string(i), t14));

@@ -19,6 +19,10 @@ public:
     virtual ssize_t writev(int fd, const iovec* iov, int iovcnt) noexcept;
     virtual ssize_t pread(int fd, void* buf, size_t count, off_t offset) noexcept;
     virtual int fstat(int fd, struct stat* st) noexcept;
+    // The path's device and inode after an append: is it still the file being written?
+    virtual int stat(const char* path, struct stat* st) noexcept;
+    // Cuts a failed append off, back to the file's length before it.
+    virtual int ftruncate(int fd, off_t length) noexcept;
     virtual int fsync(int fd) noexcept;
     virtual int close(int fd) noexcept;
     // rename(2) that never replaces an existing `to` (renameat2 RENAME_NOREPLACE; fails with

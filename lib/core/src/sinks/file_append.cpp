@@ -288,7 +288,7 @@ AppendResult FileAppender::write_to(File& f, std::string_view bytes, bool sync,
                 // Cut the partial append off: the file ends where it did, on a line boundary
                 // (or on the torn tail it had, which the next append isolates as before).
                 int t;
-                do t = ::ftruncate(f.fd, static_cast<off_t>(size));
+                do t = io_->ftruncate(f.fd, static_cast<off_t>(size));
                 while (t < 0 && errno == EINTR);
                 if (t == 0) {
                     r.landed = 0;
@@ -335,7 +335,7 @@ AppendResult FileAppender::write_to(File& f, std::string_view bytes, bool sync,
 FileAppender::PathState FileAppender::check_path(const File& f) noexcept
 {
     struct stat st {};
-    if (::stat(f.path.c_str(), &st) == 0) {
+    if (io_->stat(f.path.c_str(), &st) == 0) {
         if (st.st_dev == f.dev && st.st_ino == f.ino) return PathState::same;
     } else if (errno != ENOENT && errno != ENOTDIR) {
         return PathState::same;  // cannot tell (EACCES, EIO): keep the descriptor
