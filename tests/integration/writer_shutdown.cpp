@@ -5,6 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include "common.hpp"
+#include "observing_sink.hpp"
+
+#include <jsonlw/sinks/file_sink.hpp>
+#include <jsonlw/sinks/memory_sink.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -190,107 +194,105 @@ TEST_CASE("a close issued from the completion handler of a flush drains everythi
     CHECK(count_lines(w.file_path()) == 100);
 }
 
-TEST_CASE("on_close runs once on the I/O thread after every queued record is written, before close completes",
-          "[integration][shutdown][on_close]")
+TEST_CASE("the sink's close runs once on the I/O thread after every queued record is written, before close completes",
+          "[integration][shutdown][sink_close]")
 {
     Harness h;
     auto o = h.options();
     o.queue_capacity = 4096;
+    auto memory = std::make_shared<jsonlw::MemorySink>();
+    auto sink = std::make_shared<ObservingSink>(memory);
+    o.sink = sink;
     TestWriter w(h.executor(), o);
     std::atomic<std::size_t> lines_seen{0};
     std::atomic<bool> on_loop{true};
-    w.on_close_action([&] {
-        lines_seen = count_lines(w.file_path());
+    sink->on_close([&] {
+        lines_seen = memory->lines().size();
         on_loop = h.executor().running_in_this_thread();
     });
     w.start();
     for (int i = 0; i < 1000; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     h.loop.start();
     flush(w, flush_deadline);
-    CHECK(w.on_close_calls() == 0);  // a flush is not a close
+    CHECK(sink->closes() == 0);  // a flush is not a close
     for (int i = 1000; i < 1500; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     const auto report = close(w);
     CHECK(report.drained);
-    CHECK(w.on_close_calls() == 1);
+    CHECK(sink->closes() == 1);
     CHECK(lines_seen.load() == 1500);
     CHECK_FALSE(on_loop.load());
+    CHECK(sink->abandoned() == 0);
     close(w);
-    CHECK(w.on_close_calls() == 1);
+    CHECK(sink->closes() == 1);
 }
 
-TEST_CASE("on_close is not called when close runs out of time", "[integration][shutdown][on_close]")
+TEST_CASE("after each batch the sink sees the writer's counters with that batch counted",
+          "[integration][shutdown][sink_close]")
+{
+    Harness h;
+    auto o = h.options();
+    o.batch_records = 10;
+    auto memory = std::make_shared<jsonlw::MemorySink>();
+    auto sink = std::make_shared<ObservingSink>(memory);
+    o.sink = sink;
+    TestWriter w(h.executor(), o);
+    w.start();
+    for (int i = 0; i < 35; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    h.loop.start();
+    CHECK(close(w).drained);
+    // Queued before the drain first ran: batches of 10, 10, 10 and 5, each counted before
+    // the sink hears of it.
+    CHECK(sink->written_at_batches() == std::vector<std::uint64_t>{10, 20, 30, 35});
+    CHECK(memory->lines().size() == 35);
+}
+
+TEST_CASE("a close that runs out of time tells the sink once, on the strand, and closes it only when "
+          "the stuck append has returned and the writer is destroyed; append_outlived_close "
+          "says whether that append has returned",
+          "[integration][shutdown][sink_close]")
 {
     Harness h(with_seam);
     auto o = h.options();
     o.shutdown_timeout = std::chrono::milliseconds(100);
-    auto calls = std::make_shared<std::atomic<int>>(0);
+    auto sink = std::make_shared<ObservingSink>(std::make_shared<jsonlw::FileSink>());
+    o.sink = sink;
     {
         TestWriter w(h.executor(), o);
         ReleaseOnExit release(h.seam);
-        w.on_close_action([calls] { ++*calls; });
         h.start(w);
+        CHECK_FALSE(w.append_outlived_close());
         h.seam->hold_writev();
         REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
         REQUIRE(h.seam->wait_writev_held());
+        CHECK_FALSE(w.append_outlived_close());  // stuck, but close has not given up on it
         const auto report = close(w);
         CHECK_FALSE(report.drained);
-        CHECK(calls->load() == 0);
+        CHECK(sink->abandoned() == 1);
+        CHECK(sink->abandoned_thread() == h.loop.thread_id());
+        CHECK(w.append_outlived_close());
+        CHECK(sink->closes() == 0);
         h.seam->release();
-        CHECK(wait_until([&] { return h.seam->writev_returned() >= 1; }));
+        CHECK(wait_until([&] { return !w.append_outlived_close(); }));
+        CHECK(h.seam->writev_returned() == 1);
+        CHECK(sink->abandoned() == 1);
     }
-    CHECK(calls->load() == 0);
+    // The writer is gone: the engine closed the sink (the file got its final name).
+    CHECK(wait_until([&] { return sink->closes() == 1; }));
+    CHECK(sink->abandoned() == 1);
 }
 
-TEST_CASE("a close that runs out of time calls on_close_timed_out once on the strand, and "
-          "append_outlived_close says whether the append it gave up on has returned",
-          "[integration][shutdown][on_close]")
-{
-    Harness h(with_seam);
-    auto o = h.options();
-    o.shutdown_timeout = std::chrono::milliseconds(100);
-    TestWriter w(h.executor(), o);
-    ReleaseOnExit release(h.seam);
-    h.start(w);
-    CHECK_FALSE(w.append_outlived_close());
-    h.seam->hold_writev();
-    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(h.seam->wait_writev_held());
-    CHECK_FALSE(w.append_outlived_close());  // stuck, but close has not given up on it
-    const auto report = close(w);
-    CHECK_FALSE(report.drained);
-    CHECK(w.on_close_timed_out_calls() == 1);
-    CHECK(w.on_close_timed_out_thread() == h.loop.thread_id());
-    CHECK(w.outlived_at_timeout());
-    CHECK(w.append_outlived_close());
-    CHECK(w.on_close_calls() == 0);
-    h.seam->release();
-    CHECK(wait_until([&] { return !w.append_outlived_close(); }));
-    CHECK(h.seam->writev_returned() == 1);
-    CHECK(w.on_close_timed_out_calls() == 1);
-}
-
-TEST_CASE("a close that drains in time never calls on_close_timed_out", "[integration][shutdown][on_close]")
+TEST_CASE("a close that drains in time never tells the sink it was abandoned", "[integration][shutdown][sink_close]")
 {
     Harness h;
-    TestWriter w(h.executor(), h.options());
+    auto o = h.options();
+    auto sink = std::make_shared<ObservingSink>(std::make_shared<jsonlw::MemorySink>());
+    o.sink = sink;
+    TestWriter w(h.executor(), o);
     h.start(w);
     for (int i = 0; i < 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     CHECK(close(w).drained);
-    CHECK(w.on_close_timed_out_calls() == 0);
+    CHECK(sink->abandoned() == 0);
+    CHECK(sink->closes() == 1);
     CHECK_FALSE(w.append_outlived_close());
 }
 
-TEST_CASE("an exception from on_close is logged as unexpected and close still completes", "[integration][shutdown][on_close]")
-{
-    Harness h;
-    TestWriter w(h.executor(), h.options());
-    w.on_close_action([] { throw std::runtime_error("trailer bug"); });
-    h.start(w);
-    for (int i = 0; i < 10; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    const auto report = close(w);
-    CHECK(report.stats.written == 10);
-    CHECK(invariant_holds(report.stats));
-    INFO(h.logs.dump());
-    CHECK(h.logs.count(LogLevel::error, "trailer bug") == 1);
-    CHECK(count_lines(w.file_path()) == 10);
-}

@@ -12,8 +12,7 @@
 // adjacent in the batch) and append() — like a writer that keeps a file per key. It keeps
 // every AppendResult for the test to look at.
 //
-// TestWriter counts serialize() calls (a throwing one included) and on_close() calls, and
-// can run an action in on_close() (or throw from it). Its serialize() is safe to run
+// TestWriter counts serialize() calls (a throwing one included). Its serialize() is safe to run
 // concurrently (it touches only its record, atomics and a locked set); declare_concurrent()
 // (before start()) lets serializer_threads > 1 use it, and gate_serialize(n) holds
 // serialize() calls until n distinct threads are inside one (or a deadline passes), once, so
@@ -87,15 +86,6 @@ public:
     void declare_concurrent() { concurrent_ = true; }
     void gate_serialize(std::size_t threads) { gate_ = threads; }
 
-    // on_close(): how often it ran, and what it does (set before start()).
-    int on_close_calls() const { return on_close_calls_.load(); }
-    // on_close_timed_out(): how often it ran, on which thread, and what
-    // append_outlived_close() said there.
-    int on_close_timed_out_calls() const { return timed_out_calls_.load(); }
-    std::thread::id on_close_timed_out_thread() const { return timed_out_thread_; }
-    bool outlived_at_timeout() const { return outlived_at_timeout_; }
-    void on_close_action(std::function<void()> f) { on_close_action_ = std::move(f); }
-
 protected:
     bool concurrent_serialize() const noexcept override { return concurrent_; }
 
@@ -114,19 +104,6 @@ protected:
         if (r.throw_other) throw std::runtime_error("serializer bug in " + std::to_string(r.id));
         if (r.throw_key_error) throw KeyError("'server'");
         line.field("text", r.text).field("value", r.value).end_object();
-    }
-
-    void on_close() override
-    {
-        ++on_close_calls_;
-        if (on_close_action_) on_close_action_();
-    }
-
-    void on_close_timed_out() noexcept override
-    {
-        ++timed_out_calls_;
-        timed_out_thread_ = std::this_thread::get_id();
-        outlived_at_timeout_ = append_outlived_close();
     }
 
     bool malformed_error(const std::exception& e) const noexcept override
@@ -160,11 +137,6 @@ private:
     std::size_t gate_ = 0;
     std::atomic<std::size_t> gate_open_{0};
     std::atomic<std::uint64_t> serialize_calls_{0};
-    std::atomic<int> on_close_calls_{0};
-    std::atomic<int> timed_out_calls_{0};
-    std::thread::id timed_out_thread_{};
-    bool outlived_at_timeout_ = false;
-    std::function<void()> on_close_action_;
 };
 
 class RoutedWriter : public TestWriter {

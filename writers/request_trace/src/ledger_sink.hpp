@@ -1,36 +1,34 @@
 // LedgerSink: the durable request trace's sink decorator — the inner sink (the hour folders'
-// PartitionedFileSink, or the sink the options name) writes each group, then the group's
-// AppendResult goes into the TraceAccounting ledger that the sidecar publishes. Called by the
-// writer's engine as every LineSink is (the I/O thread); shares the ledger with the writer.
+// PartitionedFileSink, or the sink the options name) writes each group, the group's
+// AppendResult goes into the TraceAccounting ledger, and the ledger's sidecar is published
+// with the writer's own counters: after the first batch, at most every publish_interval
+// after, after a batch with a failed append, and once closed (at close, or — from a thread
+// of its own — when close runs out of time). Called by the writer's engine as every LineSink
+// is (start() on the start() thread, close_abandoned() on the strand, the rest on the I/O
+// thread); owns its publisher thread, shares the ledger with the writer.
 #pragma once
 
 #include "trace_accounting.hpp"
 
 #include <jsonlw/sinks/line_sink.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <utility>
 
 namespace jsonlw::detail {
 
 class LedgerSink final : public LineSink {
 public:
-    LedgerSink(std::shared_ptr<LineSink> inner, std::shared_ptr<TraceAccounting> ledger)
-        : inner_(std::move(inner)), ledger_(std::move(ledger))
-    {
-    }
+    LedgerSink(std::shared_ptr<LineSink> inner, std::shared_ptr<TraceAccounting> ledger,
+               std::chrono::steady_clock::duration publish_interval);
+    ~LedgerSink() override;
 
-    std::error_code start(const SinkContext& ctx) override { return inner_->start(ctx); }
-    AppendResult append(std::string_view key, const Lines& lines) noexcept override
-    {
-        const AppendResult r = inner_->append(key, lines);
-        try {
-            ledger_->on_append(key, lines, r);
-        } catch (...) {
-            // Out of memory: the sidecar misses this extent; the records are counted anyway.
-        }
-        return r;
-    }
+    std::error_code start(const SinkContext& ctx) override;
+    AppendResult append(std::string_view key, const Lines& lines) noexcept override;
+    void after_batch() noexcept override;
     std::error_code sync() noexcept override { return inner_->sync(); }
     std::error_code reopen() noexcept override { return inner_->reopen(); }
     std::optional<std::chrono::steady_clock::time_point> next_tick() const noexcept override
@@ -38,13 +36,25 @@ public:
         return inner_->next_tick();
     }
     void tick() noexcept override { inner_->tick(); }
-    void close(bool durable) noexcept override { inner_->close(durable); }
+    void close(bool durable) noexcept override;
+    void close_abandoned() noexcept override;
     std::vector<std::filesystem::path> files() const override { return inner_->files(); }
     std::string describe(std::string_view key) const override { return inner_->describe(key); }
 
 private:
-    std::shared_ptr<LineSink> inner_;
-    std::shared_ptr<TraceAccounting> ledger_;
+    WriterStats counts() const noexcept;
+
+    const std::shared_ptr<LineSink> inner_;
+    const std::shared_ptr<TraceAccounting> ledger_;
+    const std::chrono::steady_clock::duration publish_interval_;
+    std::function<WriterStats()> writer_stats_;  // set by start()
+    std::atomic<bool> started_{false};
+    bool batch_failed_ = false;                  // I/O thread
+    // A closed sidecar was published, or is being by publisher_: any thread.
+    std::atomic<bool> closed_published_{false};
+    // Publishes the closed sidecar when close times out (the I/O thread may be stuck in an
+    // append, and the strand must not block); joined by the destructor.
+    std::thread publisher_;
 };
 
 }  // namespace jsonlw::detail

@@ -16,7 +16,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 namespace jsonlw {
@@ -49,52 +48,35 @@ std::shared_ptr<detail::TraceAccounting> ledger_for(const RequestTraceOptions& o
 WriterOptions base_options(const RequestTraceOptions& o,
                            const std::shared_ptr<detail::TraceAccounting>& ledger)
 {
-    WriterOptions w;
-    apply_writer_options(o, w);  // every field RequestTraceOptions offers
+    WriterOptions w = o;
     // TensorRT-LLM's request-trace wording where it differs from the engine's "<subject>
     // JSONL" messages (tensorrt_llm/serve/request_trace.py).
     w.messages.close_timed_out = "Timed out flushing request traces; dropping remaining records";
     w.messages.disabling = "Disabling request trace output: {1} ({2})";
     if (o.durable) w.messages.queue_full = "Dropped {1} {0} records: the writer queue is full";
+    w.messages.started = "Recording request traces to {1}";
     w.stem = "request_trace";
     w.subject = "request trace";
     w.batch_records = RequestTraceWriter::batch_records;
+    w.serializer_threads = 1;
     w.durability = o.durable ? Durability::fsync_batch : Durability::none;
     // The hour folders: each group's key is "<UTC hour>/<requests|responses><suffix>.jsonl".
     // No directory: the writer is inert, whatever the sink.
     if (w.directory.empty()) w.sink.reset();
     else if (!w.sink) w.sink = std::make_shared<PartitionedFileSink>();
-    if (w.sink && ledger) w.sink = std::make_shared<detail::LedgerSink>(w.sink, ledger);
+    if (w.sink && ledger)
+        w.sink = std::make_shared<detail::LedgerSink>(w.sink, ledger,
+                                                      RequestTraceWriter::publish_interval);
     return w;
 }
-
-// What one batch resolved, in the core's terms: the sidecar published at the end of a batch
-// must count it, while stats() still shows it as pending until write_batch() returns.
-struct BatchDelta {
-    std::uint64_t written = 0, malformed = 0, unexpected = 0, write_error = 0, unknown = 0;
-    std::uint64_t sanitized = 0;
-    std::uint64_t total() const noexcept
-    {
-        return written + malformed + unexpected + write_error + unknown;
-    }
-};
 
 }  // namespace
 
 struct RequestTraceWriter::Impl {
     Impl(const RequestTraceOptions& o, std::shared_ptr<detail::TraceAccounting> ledger)
-        : directory(o.directory), suffix(writer_suffix_of(o)), log(o.log),
+        : directory(o.directory), suffix(writer_suffix_of(o)),
           accounting(std::move(ledger))
     {
-    }
-
-    void info(std::string_view msg) const noexcept
-    {
-        try {
-            if (log) log(LogLevel::info, msg);
-            else log_to_stderr(LogLevel::info, msg);
-        } catch (...) {
-        }
     }
 
     std::string file_name(Kind k) const
@@ -224,15 +206,8 @@ struct RequestTraceWriter::Impl {
 
     const std::filesystem::path directory;
     const std::string suffix;
-    const LogSink log;
-    std::atomic<bool> started{false};  // start() found the directory usable
-    // Durable mode only: the ledger the sink decorator (LedgerSink) fills, published here.
+    // Durable mode only: the ledger the sink decorator (LedgerSink) fills and publishes.
     const std::shared_ptr<detail::TraceAccounting> accounting;
-    // A closed sidecar was published (or is being, by timeout_publisher): any thread.
-    std::atomic<bool> closed_published{false};
-    // Publishes the closed sidecar when a close times out (the I/O thread may be stuck in an
-    // append, and the strand must not block); joined by the destructor.
-    std::thread timeout_publisher;
 
     // I/O thread only.
     simdjson::dom::parser parser;
@@ -240,7 +215,6 @@ struct RequestTraceWriter::Impl {
     LineBuffer stamp;
     std::vector<Group> groups;  // reused: entries past `used` keep their capacity
     std::size_t used = 0;
-    BatchDelta delta;
 };
 
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
@@ -256,23 +230,8 @@ RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex,
 {
 }
 
-RequestTraceWriter::~RequestTraceWriter()
-{
-    shutdown();
-    if (impl_->timeout_publisher.joinable()) impl_->timeout_publisher.join();
-    // Close was never called after records went out (or could not start its publisher): the
-    // last word on the accounting is still written. No hook runs any more.
-    if (impl_->accounting && impl_->started.load() && !impl_->closed_published.exchange(true))
-        impl_->accounting->publish(stats(), true);
-}
-
-void RequestTraceWriter::on_start()
-{
-    // The directory exists and the drain has not started: the log sink is not called from
-    // two threads at once.
-    impl_->started.store(true);
-    impl_->info(fmt::format("Recording request traces to {}", impl_->directory.native()));
-}
+// serialize() uses the writer's parser: the I/O thread must be done with it first.
+RequestTraceWriter::~RequestTraceWriter() { shutdown(); }
 
 RecordResult RequestTraceWriter::record_request(RequestTrace rec)
 {
@@ -311,21 +270,12 @@ std::filesystem::path RequestTraceWriter::responses_file(WallClock::time_point t
 
 void RequestTraceWriter::serialize(const RequestTraceRecord& rec, JsonLine& line)
 {
-    try {
-        std::visit([&](const auto& r) { impl_->write(r, line); }, rec);
-    } catch (const MalformedRecord&) {
-        ++impl_->delta.malformed;
-        throw;
-    } catch (...) {
-        ++impl_->delta.unexpected;
-        throw;
-    }
+    std::visit([&](const auto& r) { impl_->write(r, line); }, rec);
 }
 
 void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
 {
     Impl& d = *impl_;
-    d.delta = BatchDelta{};
     d.used = 0;
     // Group by (UTC hour, kind), in order of first appearance; order within a group kept.
     for (const RequestTraceRecord& rec : batch) {
@@ -342,7 +292,6 @@ void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
         }
         it->records.push_back(&rec);
     }
-    bool failed = false;
     for (std::size_t i = 0; i < d.used; ++i) {
         Impl::Group& g = d.groups[i];
         const std::string rel = fmt::format("{}/{}", utc_hour(g.hour), d.file_name(g.kind));
@@ -351,30 +300,10 @@ void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
         g.records.clear();
         if (lines.records == 0) continue;  // every record of the group was malformed
         // The sink isolates a torn tail with '\n' (r.isolated_fragment) and classifies the
-        // lines of a failed append; the ledger (LedgerSink) mirrors both.
-        const AppendResult r = write_lines(rel, lines);
-        d.delta.written += r.records_written;
-        d.delta.unknown += r.records_unknown;
-        d.delta.write_error += r.records_failed;
-        if (r.ok()) d.delta.sanitized += lines.sanitized;
-        else failed = true;
+        // lines of a failed append; in durable mode the ledger (LedgerSink) mirrors both and
+        // publishes the sidecar after the batch, with the engine's counters.
+        write_lines(rel, lines);
     }
-    if (!d.accounting) return;
-    if (!failed && !d.accounting->publication_due(std::chrono::steady_clock::now(),
-                                                  publish_interval))
-        return;
-    WriterStats s = stats();
-    const std::uint64_t n = d.delta.total();
-    if (s.pending >= n) {  // not already given up on by a timed-out close
-        s.written += d.delta.written;
-        s.sanitized += d.delta.sanitized;
-        s.unknown += d.delta.unknown;
-        s.dropped.malformed += d.delta.malformed;
-        s.dropped.unexpected += d.delta.unexpected;
-        s.dropped.write_error += d.delta.write_error;
-        s.pending -= n;
-    }
-    d.accounting->publish(s, false);
 }
 
 std::size_t RequestTraceWriter::record_bytes(const RequestTraceRecord& rec) const noexcept
@@ -387,27 +316,6 @@ std::size_t RequestTraceWriter::record_bytes(const RequestTraceRecord& rec) cons
     }
     const auto& p = std::get<ResponseTrace>(rec);
     return overhead + p.session.size() + p.response.body.size();
-}
-
-void RequestTraceWriter::on_close()
-{
-    if (!impl_->accounting || impl_->closed_published.exchange(true)) return;
-    impl_->accounting->publish(stats(), true);
-}
-
-void RequestTraceWriter::on_close_timed_out() noexcept
-{
-    // The close report's counts (queued records as shutdown, the stuck batch as unknown) go
-    // into the closed sidecar now, as TensorRT-LLM's durable writer publishes one after its
-    // drain times out, not whenever the stuck append returns.
-    if (!impl_->accounting || !impl_->started.load() || impl_->closed_published.exchange(true))
-        return;
-    try {
-        impl_->timeout_publisher =
-            std::thread([d = impl_.get(), s = stats()] { d->accounting->publish(s, true); });
-    } catch (...) {
-        impl_->closed_published.store(false);  // no thread: the destructor publishes
-    }
 }
 
 }  // namespace jsonlw

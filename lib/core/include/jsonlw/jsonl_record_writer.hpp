@@ -60,12 +60,7 @@ public:
 
     // Creates the directory and starts the drain. Idempotent. No directory: stays inert. A
     // directory that cannot be created: one error log, the writer disabled; never throws.
-    void start()
-    {
-        const bool was_created = core_->state() == detail::WriterCore::State::created;
-        core_->start([this] { on_start(); });
-        if (was_created && core_->state() == detail::WriterCore::State::disabled) on_disabled();
-    }
+    void start() { core_->start(); }
 
     // Whether records are accepted: false when inert (no directory), disabled (the directory
     // could not be created) or closed.
@@ -112,8 +107,6 @@ public:
     template <class Token>
     auto async_close(Token&& token)
     {
-        if (!close_requested_.exchange(true, std::memory_order_acq_rel) && core_->accepting())
-            on_close_requested();
         return boost::asio::async_initiate<Token, void(error_code, CloseReport)>(
             [core = core_](auto handler) { core->async_close_impl(std::move(handler)); }, token);
     }
@@ -197,37 +190,8 @@ protected:
     // then needs no batch-wide preparation of its own for it). I/O thread.
     bool preserialized(const Record& rec) const noexcept { return engine_.preserialized(rec); }
 
-    // Called on the I/O thread after a unit's write_batch() calls, with its records, just
-    // before they are destroyed: a writer whose producers fill records' buffers may move the
-    // buffers out to reuse them (RawOutputWriter does, so its hook's allocations are not
-    // freed on this thread). Default nothing; must not throw.
-    virtual void recycle(std::span<Record> records) noexcept { (void)records; }
-
     // A size estimate in bytes, used to cap a batch at batch_bytes (default 0: unknown).
     virtual std::size_t record_bytes(const Record&) const noexcept { return 0; }
-
-    // Called once on the I/O thread when async_close() has written every queued record,
-    // before the final fsync and before files are closed: write trailers or sidecars here.
-    // Not called when close runs out of time. Exceptions are logged as unexpected.
-    virtual void on_close() {}
-
-    // Called once by start(), on its thread, when the directory exists and just before the
-    // drain starts (nothing else of the writer runs yet). Not called when inert or disabled.
-    virtual void on_start() {}
-
-    // Called once by start(), on its thread, when the directory could not be created (the
-    // writer is now disabled): release what the subclass holds for records to come.
-    virtual void on_disabled() {}
-
-    // Called once by the first async_close(), on its thread, while intake is still open:
-    // submit what the subclass still holds (outputs in flight, say) so close writes it.
-    virtual void on_close_requested() {}
-
-    // Called once, on the strand of your executor, when async_close() runs out of time: the
-    // queued records are counted as shutdown, the batch in flight as unknown, and on_close()
-    // will not run. The I/O thread may still be blocked in that batch's append, so do not
-    // block or wait for it here (hand blocking work to a thread of your own). Must not throw.
-    virtual void on_close_timed_out() noexcept {}
 
     // Serializes a group with the shared malformed accounting. The result stays valid until
     // the next call. I/O thread only. The pointer form serves layouts that group records
@@ -286,7 +250,6 @@ private:
     friend class detail::RecordEngine<Record>;
 
     std::shared_ptr<detail::WriterCore> core_;
-    std::atomic<bool> close_requested_{false};
     detail::RecordEngine<Record> engine_;  // the queue, the staged batches, serialization
 };
 

@@ -15,6 +15,9 @@ struct WriterMessages {
     std::string disabling = "Disabling {0} JSONL output: {1} ({2})";
     // async_close() ran out of shutdown_timeout.
     std::string close_timed_out = "Timed out flushing {0} JSONL; dropping remaining records";
+    // start() found the directory usable and started the sink, just before the drain starts
+    // (default empty: nothing logged): {1} the directory, {2} the sink's description.
+    std::string started{};
     // The queue refused records (logged at the 1st, then every 1000th): {1} how many so far.
     std::string queue_full = "Dropped {1} {0} records";
     // serialize() threw MalformedRecord: {1} its message.

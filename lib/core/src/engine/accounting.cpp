@@ -11,10 +11,7 @@ namespace jsonlw::detail {
 
 void WriterCore::Impl::publish(std::size_t n) noexcept
 {
-    int in_flight = 0;
-    if (!batch_state.compare_exchange_strong(in_flight, 1, std::memory_order_acq_rel)) {
-        return;  // close gave up on this batch and counted it as unknown
-    }
+    if (!handoff.publish_claim()) return;  // close gave up on this unit: counted unknown
     std::uint64_t resolved = tally.resolved();
     if (resolved < n) {
         const std::uint64_t missing = n - resolved;
@@ -44,7 +41,7 @@ void WriterCore::Impl::publish(std::size_t n) noexcept
     sanitized.fetch_add(tally.sanitized, std::memory_order_relaxed);
     bytes.fetch_add(tally.bytes, std::memory_order_relaxed);
     batches.fetch_add(tally.batches, std::memory_order_relaxed);
-    inflight.store(0, std::memory_order_release);
+    handoff.end_unit();
 }
 
 AppendResult WriterCore::Impl::settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,

@@ -64,7 +64,7 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
     WriterCore& w = *core;
     const auto& o = w.opts_;
     for (;;) {
-        if (d.abandoned.load(std::memory_order_acquire) || d.finished) break;
+        if (d.handoff.abandoned() || d.finished) break;
         std::uint64_t claimed = 0, consumed = 0;
         {
             Guard g(d);
@@ -166,7 +166,7 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
         d.tick_due = d.tick_due_io;
     }
     // Detached (the writer is gone) or abandoned: settle every waiter.
-    if (!d.finished) d.finish(d.discarded_at_shutdown.load() == 0);
+    if (!d.finished) d.finish(d.handoff.discarded_at_shutdown() == 0);
 }
 
 // Any thread: have wake_drain() run on the strand.

@@ -46,24 +46,24 @@ void WriterCore::Impl::io_step() noexcept
     for (int i = 0; i < batches_per_hop; ++i) {
         std::size_t n = 0;
         bool full = true;  // the last batch popped was full: the queue may hold more
-        lock_consumer();
-        if (!abandoned.load(std::memory_order_acquire)) {
+        handoff.lock();
+        if (!handoff.abandoned()) {
             for (std::size_t b = 0; b < unit && full; ++b) {
                 const std::size_t m = self.hooks_->pop_batch(o.batch_records, o.batch_bytes);
                 n += m;
                 full = m == o.batch_records;
             }
-            inflight.store(n, std::memory_order_release);
-            batch_state.store(0, std::memory_order_release);
+            handoff.begin_unit(n);
         }
-        unlock_consumer();
+        handoff.unlock();
         if (n == 0) break;
         notify_space();
         tally = Tally{};
-        unit_running.store(true, std::memory_order_release);
+        handoff.appending(true);
         self.hooks_->write_staged();
         publish(n);
-        unit_running.store(false, std::memory_order_release);
+        if (sink && sinks_started) sink->after_batch();
+        handoff.appending(false);
         if (!full || life->detaching.load(std::memory_order_relaxed) ||
             yield_hop.load(std::memory_order_relaxed))
             break;
@@ -76,11 +76,6 @@ void WriterCore::Impl::io_step() noexcept
 
 void WriterCore::Impl::finalize_io() noexcept
 {
-    if (Guard g{*this}) {
-        tally = Tally{};
-        self.hooks_->closing_io();
-        // An on_close() that failed costs no record (none is in flight): log only.
-    }
     log_queue_drops();
     if (self.opts_.durability != Durability::none) sync_now();
     close_sinks(self.opts_.durability != Durability::none);

@@ -36,27 +36,24 @@ void WriterCore::Impl::finish(bool drained)
 // Close ran out of time: what is mid-append is unknown, what is queued is dropped.
 void WriterCore::Impl::abandon()
 {
-    abandoned.store(true, std::memory_order_release);
     yield_hop.store(true, std::memory_order_relaxed);
-    lock_consumer();
-    const std::size_t n = inflight.load(std::memory_order_acquire);
-    int in_flight = 0;
-    if (n > 0 && batch_state.compare_exchange_strong(in_flight, 2, std::memory_order_acq_rel))
-        unknown.fetch_add(n, std::memory_order_release);
+    handoff.lock();
+    if (const std::size_t n = handoff.abandon()) unknown.fetch_add(n, std::memory_order_release);
     if (Guard g{*this}) shutdown.fetch_add(self.hooks_->discard_queued(), std::memory_order_release);
-    unlock_consumer();
+    handoff.unlock();
     say(LogLevel::warning, &WriterMessages::close_timed_out);
-    if (Guard g{*this}) self.hooks_->close_timed_out();
+    // The sink was set by start() and never changes; close_abandoned() must not block.
+    if (Guard g{*this}; g && sink && sinks_started_once) sink->close_abandoned();
 }
 
 bool WriterCore::appending() const noexcept
 {
-    return impl_->unit_running.load(std::memory_order_acquire);
+    return impl_->handoff.appending();
 }
 
 bool WriterCore::append_outlived_close() const noexcept
 {
-    return impl_->abandoned.load(std::memory_order_acquire) && appending();
+    return impl_->handoff.append_outlived_close();
 }
 
 void WriterCore::Impl::on_close_request(asio::any_completion_handler<void(error_code, CloseReport)> h)

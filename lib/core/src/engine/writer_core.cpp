@@ -91,7 +91,7 @@ WriterCore::WriterCore(asio::any_io_executor ex, WriterOptions opts)
 
 WriterCore::~WriterCore() = default;
 
-void WriterCore::start(const std::function<void()>& before_drain)
+void WriterCore::start()
 {
     State expected = State::created;
     if (!state_.compare_exchange_strong(expected, State::running, std::memory_order_acq_rel))
@@ -115,6 +115,8 @@ void WriterCore::start(const std::function<void()>& before_drain)
     SinkContext ctx{opts_.directory, opts_.stem,      opts_.subject, host,
                     ::getpid(),      opts_.durability, opts_.file_io ? opts_.file_io : posix_file_io(),
                     opts_.file_mode, opts_.log};
+    // The sink is owned by this core: it never calls writer_stats after the core is gone.
+    ctx.writer_stats = [this] { return stats(); };
     d.sink = opts_.sink ? opts_.sink
                         : std::make_shared<FileSink>(FileSinkOptions{
                               opts_.rotate_bytes, opts_.rotate_interval, opts_.open_suffix});
@@ -133,6 +135,7 @@ void WriterCore::start(const std::function<void()>& before_drain)
         return;
     }
     d.sinks_started = true;
+    d.sinks_started_once = true;
     if (d.file_sink) file_path_ = d.file_sink->path();
     writer_id_ = fmt::format("{}-{}-{}", host, ::getpid(), next_generation());
     if (opts_.envelope) {
@@ -140,14 +143,9 @@ void WriterCore::start(const std::function<void()>& before_drain)
         JsonLine(b).begin_object().key("writer").string(writer_id_);
         envelope_writer_.assign(b.data() + 1, b.size() - 1);  // "writer":"…" (escaped)
     }
-    if (before_drain) {
-        try {
-            before_drain();
-        } catch (const std::exception& e) {
-            impl_->log(LogLevel::error, fmt::format("on_start() of {} writer failed: {}",
-                                                    opts_.subject, e.what()));
-        }
-    }
+    if (!opts_.messages.started.empty())
+        impl_->say(LogLevel::info, &WriterMessages::started, opts_.directory.native(),
+                   d.sink->describe({}));
     impl_->start_serializers();
     impl_->drain_running = true;
     asio::co_spawn(impl_->strand, Impl::drain(shared_from_this()), asio::detached);
@@ -156,7 +154,7 @@ void WriterCore::start(const std::function<void()>& before_drain)
 void WriterCore::shutdown() noexcept
 {
     Impl& d = *impl_;
-    if (d.shutting_down.exchange(true)) return;
+    if (!d.handoff.begin_shutdown()) return;
     const State s = state_.load(std::memory_order_acquire);
     if (s == State::created || s == State::running) state_.store(State::closed);
     // The push count is final once intake is closed; stats() uses it from now on.
@@ -170,11 +168,11 @@ void WriterCore::shutdown() noexcept
     // Wait for a running batch (it checks `detaching` between batches).
     for (int a = d.life->active.load(); a != 0; a = d.life->active.load()) d.life->active.wait(a);
     if (hooks_) {
-        d.lock_consumer();
+        d.handoff.lock();
         const std::size_t n = hooks_->discard_queued();
-        d.discarded_at_shutdown.store(n, std::memory_order_release);
+        d.handoff.discarded_at_shutdown(n);
         d.shutdown.fetch_add(n, std::memory_order_release);
-        d.unlock_consumer();
+        d.handoff.unlock();
         // async_submit() waiters: their retry finds the queue closed and completes.
         std::vector<std::function<void()>> retries;
         {
@@ -183,6 +181,10 @@ void WriterCore::shutdown() noexcept
         }
         for (auto& r : retries) r();
     }
+    // No I/O task runs any more (each holds the life guard while it runs): the sink is
+    // closed here, on the destructor's thread, so that what it writes at close (a file's final
+    // name, a durable sidecar) is there when the writer is gone. After a close, a no-op.
+    d.close_sinks(false);
     asio::post(d.strand, [core = shared_from_this()] { core->impl_->wake_drain(); });
 }
 

@@ -4,6 +4,7 @@
 //   writer_core.cpp  the public WriterCore: construction, start(), shutdown(), envelope
 //   drain.cpp        the drain coroutine on the strand, its wake-ups, the hops to the I/O thread
 //   io_thread.cpp    the I/O thread's tasks: a step of batches, the final close, fsyncs
+//   close_handoff.hpp who counts the unit in flight when close runs out of time
 //   accounting.cpp   where a record is counted (written, dropped, unknown), stats(), the
 //                    rate-limited logs of each reason
 //   sink_io.cpp      the writer's sink and path appends: counting what they report
@@ -20,6 +21,7 @@
 #include "../host_names.hpp"
 
 #include <fmt/format.h>
+#include "close_handoff.hpp"
 #include "serializer_pool.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -142,12 +144,6 @@ struct WriterCore::Impl {
         explicit operator bool() const noexcept { return ok; }
     };
 
-    // --- consumer lock: the pop phase of a batch vs. close's discard ---
-    void lock_consumer() noexcept
-    {
-        while (consumer_lock.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
-    }
-    void unlock_consumer() noexcept { consumer_lock.clear(std::memory_order_release); }
 
 
     // --- drain.cpp (strand) ---
@@ -224,7 +220,8 @@ struct WriterCore::Impl {
     std::shared_ptr<LineSink> sink;
     FileSink* file_sink = nullptr;  // sink, when it is a FileSink (file_path(), files_closed)
     PartitionedFileSink paths;
-    bool sinks_started = false;
+    bool sinks_started = false;       // I/O thread (and start())
+    bool sinks_started_once = false;  // set by start() before the drain runs; never cleared
     const std::uint64_t poll_wake_records;  // see maybe_wake()
     // Free slots that wake Overflow::block producers (a quarter of the queue, at least 1).
     const std::size_t space_wake_free = std::max<std::size_t>(1, self.opts_.queue_capacity / 4);
@@ -239,13 +236,10 @@ struct WriterCore::Impl {
     // that reaches a mark, in case the I/O thread is stuck in a write) log each mark once.
     std::atomic<std::uint64_t> queue_full_logged{0};
 
-    // Batch hand-over between the I/O thread and close.
-    std::atomic_flag consumer_lock = ATOMIC_FLAG_INIT;
-    std::atomic<std::size_t> inflight{0};
-    std::atomic<int> batch_state{0};  // 0 in flight, 1 published, 2 abandoned
-    std::atomic<bool> abandoned{false};
-    std::atomic<bool> unit_running{false};  // the I/O thread is writing a unit (appends)
-    std::atomic<bool> yield_hop{false};
+    // Who counts the unit in flight (the I/O thread or a close out of time), the consumer
+    // lock, the shutdown's claim.
+    CloseHandoff handoff;
+    std::atomic<bool> yield_hop{false};  // the I/O thread returns to the strand soon
 
     // Guard for the typed writer's lifetime.
     std::shared_ptr<Life> life = std::make_shared<Life>();
@@ -254,8 +248,6 @@ struct WriterCore::Impl {
 
     std::atomic<bool> reopen_requested{false};
     std::error_code reopen_ec;  // the last reopen's, I/O task -> strand
-    std::atomic<bool> shutting_down{false};
-    std::atomic<std::size_t> discarded_at_shutdown{0};
 
     // Overflow::block waiters.
     std::mutex space_mu;

@@ -71,6 +71,16 @@ void TeeSink::tick() noexcept
     for (const auto& b : branches_) b->tick();
 }
 
+void TeeSink::after_batch() noexcept
+{
+    for (const auto& b : branches_) b->after_batch();
+}
+
+void TeeSink::close_abandoned() noexcept
+{
+    for (const auto& b : branches_) b->close_abandoned();
+}
+
 void TeeSink::close(bool durable) noexcept
 {
     for (const auto& b : branches_) b->close(durable);

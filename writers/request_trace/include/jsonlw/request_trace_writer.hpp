@@ -38,49 +38,23 @@ namespace detail {
 class TraceAccounting;  // the durable mode's ledger (src/trace_accounting.hpp)
 }
 
-struct RequestTraceOptions {
-    // Output directory (TRTLLM_REQUEST_TRACE_DIR). Empty: the writer is inert.
-    std::filesystem::path directory{};
+// The engine's options (WriterOptions, with its defaults) plus the trace's own. `directory`
+// is TRTLLM_REQUEST_TRACE_DIR (empty: the writer is inert); `file_io` is the seam of the shard
+// appends (the sidecar is written with plain POSIX calls); `sink`: default a
+// PartitionedFileSink (the hour folders) — any sink gets each group's key, "<UTC
+// hour>/<requests|responses><suffix>.jsonl", and a TeeSink whose first branch is a
+// PartitionedFileSink keeps the files (and the durable sidecar) as they are. The writer sets
+// and so ignores: `stem`, `subject`, `messages`, `batch_records` (32), `durability` (from
+// `durable`), `serializer_threads` (1: serialize() uses the writer's parser); its layout
+// has no rotation (rotate_bytes, rotate_interval, open_suffix do nothing).
+struct RequestTraceOptions : WriterOptions {
     // Durable mode (default off): a record counts as written only once its batch's append is
     // fsync'ed; an accounting sidecar <dir>/_writer/<generation>.json is published at the
     // first batch, at most every 10 s after, after a failed batch and at close.
     bool durable = false;
     // Appended to "requests"/"responses" in file names (default "-<pid>").
     std::optional<std::string> writer_suffix{};
-    // Records the queue holds (default 1024); past that, records are dropped (queue_full).
-    std::size_t queue_capacity = 1024;
-    // async_close() completes at most this long after it was called (default 5 s).
-    std::chrono::milliseconds shutdown_timeout{5000};
-    // Log sink (default: stderr).
-    LogSink log{};
-    // System-call seam for the shard appends (default: POSIX). The sidecar is written with
-    // plain POSIX calls.
-    std::shared_ptr<FileIo> file_io{};
-    // Where serialization and appends run (default: a thread the writer owns).
-    std::optional<boost::asio::any_io_executor> io_executor{};
-    // The {"seq","writer"} envelope for loss detection downstream (docs/shipping.md).
-    bool envelope = false;
-    // The other WriterOptions fields this writer takes, with WriterOptions' defaults.
-    std::chrono::milliseconds flush_interval{0};  // longest a record waits for its batch
-    Overflow overflow = Overflow::drop_newest;    // what a full queue does to a record
-    std::chrono::milliseconds block_timeout{100};  // Overflow::block only
-    std::size_t batch_bytes = std::size_t{1} << 20;  // a batch stops growing at this size
-    mode_t file_mode = 0640;                      // of the files it creates, before the umask
-    std::chrono::microseconds idle_poll{1000};    // an idle drain's polling before it parks
-    // Where lines go (default: a PartitionedFileSink, the hour folders). Any sink gets each
-    // group's key, "<UTC hour>/<requests|responses><suffix>.jsonl"; a TeeSink whose first
-    // branch is a PartitionedFileSink keeps the files (and the durable sidecar) as they are.
-    std::shared_ptr<LineSink> sink{};
-
-    // Set by the writer itself: its layout (hour folders, requests/responses files) makes
-    // stem and rotation meaningless, `durable` decides durability (fsync per batch),
-    // batches are 32 records, and serialization stays on the I/O thread (serialize() uses
-    // the writer's parser and counts the sidecar's drops: a trace is a few records per request).
-    static constexpr std::string_view fixed_writer_options[] = {
-        "stem", "subject", "batch_records", "durability", "fsync_interval",
-        "rotate_bytes", "rotate_interval", "open_suffix", "serializer_threads", "messages"};
 };
-static_assert(covers_writer_options<RequestTraceOptions>());
 
 // What record_request()/record_response() report: the base's SubmitResult.
 using RecordResult = SubmitResult;
@@ -93,6 +67,12 @@ public:
     static constexpr std::string_view sidecar_schema = "jsonlw-request-trace-writer/1";
 
     RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts);
+    // The engine's options alone, durable off: what {.directory = …, .log = …} (designated
+    // initializers name only WriterOptions' fields) selects.
+    RequestTraceWriter(boost::asio::any_io_executor ex, WriterOptions opts)
+        : RequestTraceWriter(std::move(ex), RequestTraceOptions{std::move(opts)})
+    {
+    }
     ~RequestTraceWriter() override;
 
     // Queue one line. A zero recorded_at/finished_at is stamped now (a clock read, no
@@ -110,14 +90,9 @@ public:
     std::filesystem::path responses_file(WallClock::time_point t) const;
 
 protected:
-    // "Recording request traces to <dir>" (info), once the directory is usable.
-    void on_start() override;
     void serialize(const RequestTraceRecord& rec, JsonLine& line) override;
     void write_batch(std::span<const RequestTraceRecord> batch) override;
     std::size_t record_bytes(const RequestTraceRecord& rec) const noexcept override;
-    void on_close() override;
-    // Durable mode: publishes the closed sidecar with the close report's counts.
-    void on_close_timed_out() noexcept override;
 
 private:
     struct Impl;

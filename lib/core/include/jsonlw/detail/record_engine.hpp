@@ -246,7 +246,6 @@ private:
             }
             begin = end;
         }
-        w_.recycle(std::span<Record>(staging_));
         core_->end_unit();
         staging_.clear();
         staging_seq_.clear();
@@ -279,17 +278,6 @@ private:
         }
     }
     bool serializes_concurrently() const noexcept override { return w_.concurrent_serialize(); }
-    void closing_io() noexcept override
-    {
-        try {
-            w_.on_close();
-        } catch (const std::exception& e) {
-            core_->on_unexpected(Stage::write, e.what());
-        } catch (...) {
-            core_->on_unexpected(Stage::write, "unknown exception");
-        }
-    }
-    void close_timed_out() noexcept override { w_.on_close_timed_out(); }
     std::size_t discard_queued() noexcept override
     {
         std::size_t n = 0;

@@ -45,11 +45,6 @@ public:
                                  SerialEntry* entries) noexcept = 0;
     // Whether the typed writer declared its serialize() safe to run on several threads at once.
     virtual bool serializes_concurrently() const noexcept = 0;
-    // I/O thread, once, when close has written everything queued (before the final fsync).
-    virtual void closing_io() noexcept = 0;
-    // The strand, once, when close ran out of time (queued records counted as shutdown, the
-    // batch in flight as unknown): the I/O thread may still be inside that batch's append.
-    virtual void close_timed_out() noexcept = 0;
     // Pops and destroys every queued record; returns how many.
     virtual std::size_t discard_queued() noexcept = 0;
     virtual std::uint64_t claimed() const noexcept = 0;
@@ -73,9 +68,8 @@ public:
     WriterCore& operator=(const WriterCore&) = delete;
 
     void bind(QueueHooks* hooks) noexcept { hooks_ = hooks; }
-    // `before_drain` runs on the caller's thread once the directory exists, just before the
-    // drain starts (the subclass's on_start()).
-    void start(const std::function<void()>& before_drain = {});
+    // Creates the directory, starts the sink, then the drain (see JsonlRecordWriter::start).
+    void start();
     // The typed writer's destructor: stop intake, wait for a running batch, discard the rest
     // (counted as shutdown). No hook is called after it returns.
     void shutdown() noexcept;

@@ -9,11 +9,13 @@
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/lines.hpp>
 #include <jsonlw/log.hpp>
+#include <jsonlw/writer_stats.hpp>
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,14 +36,18 @@ struct SinkContext {
     std::shared_ptr<FileIo> file_io;  // the system-call seam (never null)
     mode_t file_mode = 0640;
     LogSink log;                      // empty: stderr
+    // The writer's counters, for a sink that publishes them (a sidecar): callable from any
+    // thread for as long as the sink is the writer's; after_batch() sees each batch counted.
+    std::function<WriterStats()> writer_stats;
 
     // Logs through `log` (or stderr); never throws.
     void write_log(LogLevel level, std::string_view message) const noexcept;
 };
 
 // A destination for groups of complete lines. The writer calls start() once from its own
-// start(); append(), sync(), reopen(), tick() and close() from its I/O thread only, one at a
-// time, and describe() there too; files() from any thread. A sink serves one writer.
+// start(); append(), after_batch(), sync(), reopen(), tick() and close() from its I/O thread
+// only, one at a time, and describe() there too; close_abandoned() from the writer's strand;
+// files() from any thread. A sink serves one writer.
 class LineSink {
 public:
     virtual ~LineSink() = default;
@@ -60,6 +66,10 @@ public:
     // (records_failed) and may have (records_unknown); the three add up to lines.records.
     virtual AppendResult append(std::string_view key, const Lines& lines) noexcept = 0;
 
+    // After each batch of the writer, once its records are counted (SinkContext::writer_stats
+    // includes them). Default nothing.
+    virtual void after_batch() noexcept {}
+
     // Makes what was appended durable (fsync, a broker's flush). Default nothing.
     virtual std::error_code sync() noexcept { return {}; }
     // Closes the current destination at a batch boundary; the next append opens a new one
@@ -74,6 +84,11 @@ public:
     // Once, after the last append (durable: fsync what is still unsynced first). Also called
     // by the writer's destructor when close never ran; must be idempotent.
     virtual void close(bool durable) noexcept { (void)durable; }
+    // Once, on the writer's strand, when async_close() ran out of time: the queued records
+    // are counted as shutdown, the batch in flight as unknown, and the I/O thread may still be
+    // inside append() — so this must not block or wait for it. close() comes later (when the
+    // stuck append returns and the writer is destroyed), or never. Default nothing.
+    virtual void close_abandoned() noexcept {}
 
     // The files written so far, oldest first (empty for a sink without files).
     virtual std::vector<std::filesystem::path> files() const { return {}; }

@@ -29,7 +29,9 @@ public:
     std::error_code reopen() noexcept override;
     std::optional<std::chrono::steady_clock::time_point> next_tick() const noexcept override;
     void tick() noexcept override;
+    void after_batch() noexcept override;
     void close(bool durable) noexcept override;
+    void close_abandoned() noexcept override;
     std::vector<std::filesystem::path> files() const override;
     std::string describe(std::string_view key) const override;
 
