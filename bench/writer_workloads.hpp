@@ -32,10 +32,5 @@ void feed_output(jsonlw::RawOutputWriter& w, const RawOutputShape& o, std::uint6
 // Overflow::block with a timeout no run reaches: nothing is dropped.
 jsonlw::RawOutputOptions raw_output_options(const std::filesystem::path& dir, LogTally& logs);
 
-// RawOutputWriter::serialize, reachable (the writer is not final).
-struct RawOutputProbe final : jsonlw::RawOutputWriter {
-    using RawOutputWriter::RawOutputWriter;
-    using RawOutputWriter::serialize;
-};
 
 }  // namespace bench

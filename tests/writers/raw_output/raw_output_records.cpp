@@ -252,7 +252,6 @@ public:
         : RawOutputWriter(std::move(ex), std::move(o))
     {
     }
-    ~ThrowingDelivery() override { shutdown(); }
 
 protected:
     void deliver(RawOutputRecord&& r) override

@@ -1,7 +1,8 @@
-// RawOutputWriter's line, on the writer's I/O thread: the one JSON line a record becomes
-// (serialize) and the size hint a batch is cut by (record_bytes). The hook side that builds
-// the records, and write_batch's hour folders, are raw_output_writer.cpp's.
-#include <jsonlw/raw_output_writer.hpp>
+// RawOutputWriter's encoder, run by its writer half on the I/O thread (and the serializer
+// threads): the one JSON line a record becomes (serialize_raw_output) and the size hint a
+// batch is cut by (raw_output_record_bytes). The hook that builds the records is
+// raw_output_writer.cpp's, the hour folders raw_output_record_writer.cpp's.
+#include <jsonlw/raw_output_record.hpp>
 
 #include "raw_output_logprobs.hpp"
 
@@ -68,7 +69,7 @@ bool finite_entry(const TokenLogprob& t) noexcept
 
 }  // namespace
 
-void RawOutputWriter::serialize(const RawOutputRecord& r, JsonLine& line)
+void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
 {
     if (!std::is_sorted(r.frame_ends.begin(), r.frame_ends.end()) ||
         (!r.frame_ends.empty() && r.frame_ends.back() != r.frames_text.size()) ||
@@ -179,7 +180,7 @@ std::size_t top_bytes(const RawOutputRecord& r) noexcept
 }
 }  // namespace
 
-std::size_t RawOutputWriter::record_bytes(const RawOutputRecord& r) const noexcept
+std::size_t raw_output_record_bytes(const RawOutputRecord& r) noexcept
 {
     // The text twice (text and frames), escapes aside; ids up to 11 characters.
     return 320 + 2 * r.frames_text.size() + (r.reported_text ? r.reported_text->size() : 0) +

@@ -1,10 +1,10 @@
-// RawOutputWriter's hook side, on the caller's threads: chunks, per-token data and ends taken
-// into the outputs in flight (raw_output_state.cpp, under one mutex), the hook's counters and
-// warnings; and on the I/O thread write_batch, which sends each batch's lines to the sink
-// under their hour folder's key (a PartitionedFileSink unless the options name another),
-// and recycle. The line each record becomes is raw_output_line.cpp's.
+// RawOutputWriter, the hook half, on the caller's threads: chunks, per-token data and ends
+// taken into the outputs in flight (raw_output_state.cpp, under one mutex), the hook's
+// counters and warnings, and the hand-over of finished records to the writer half
+// (raw_output_record_writer.cpp; the line each record becomes is raw_output_line.cpp's).
 #include <jsonlw/raw_output_writer.hpp>
 
+#include "raw_output_record_writer.hpp"
 #include "raw_output_state.hpp"
 
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
@@ -34,8 +34,7 @@ namespace {
 
 WriterOptions writer_options(const RawOutputOptions& o)
 {
-    WriterOptions w;
-    apply_writer_options(o, w);  // every field RawOutputOptions offers, by name
+    WriterOptions w = o;
     w.stem = "raw";
     w.subject = "raw output";
     // The hour folders: each group's key is "<UTC hour>/raw-<pid>.jsonl". No directory:
@@ -54,8 +53,9 @@ bool crosses_log_mark(std::uint64_t before, std::uint64_t after) noexcept
 }  // namespace
 
 RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts)
-    : JsonlRecordWriter<RawOutputRecord>(std::move(ex), writer_options(opts)),
-      state_(std::make_unique<State>(!opts.directory.empty(), opts.max_pending))
+    : state_(std::make_unique<State>(!opts.directory.empty(), opts.max_pending)),
+      records_(std::make_unique<detail::RawOutputRecordWriter>(
+          std::move(ex), writer_options(opts), state_->file_name, state_->shells))
 {
     if (!state_->enabled)
         warn(fmt::format("Raw output recording is off: {} / RawOutputOptions::directory is "
@@ -63,16 +63,19 @@ RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptio
                          raw_output_dir_env));
 }
 
-RawOutputWriter::~RawOutputWriter() { shutdown(); }
+RawOutputWriter::~RawOutputWriter() = default;
 
-void RawOutputWriter::on_disabled()
+void RawOutputWriter::start()
 {
-    // The base logged why; without a directory there is nothing to record into.
-    disable();
+    const bool was_accepting = records_->enabled();
+    records_->start();
+    // The directory could not be created (the writer logged why): nothing to record into.
+    if (was_accepting && !records_->enabled()) disable();
 }
 
-void RawOutputWriter::on_close_requested()
+void RawOutputWriter::close_requested() noexcept
 {
+    if (close_requested_.exchange(true, std::memory_order_acq_rel) || !records_->enabled()) return;
     {
         // Under the lock: a chunk that started an output before this is seen by end_all().
         std::lock_guard lock(state_->mu);
@@ -212,7 +215,7 @@ RawOutputCounters RawOutputWriter::counters() const noexcept
 
 void RawOutputWriter::deliver(RawOutputRecord&& rec)
 {
-    if (submit(std::move(rec)) == SubmitResult::disabled) {
+    if (records_->submit(std::move(rec)) == SubmitResult::disabled) {
         // start() failed but was called through the base: stop keeping state.
         not_recorded(1);
         disable();
@@ -279,49 +282,6 @@ void RawOutputWriter::warn(std::string_view message) const noexcept
     } catch (...) {
         // A throwing log sink must not reach the caller of the hook.
     }
-}
-
-// --- I/O thread (serialize and record_bytes: raw_output_line.cpp) ---
-
-void RawOutputWriter::write_batch(std::span<const RawOutputRecord> batch)
-{
-    if (batch.empty()) return;
-    using std::chrono::floor;
-    using std::chrono::hours;
-    std::string key;
-    const auto key_for = [&](WallClock::time_point tp) -> const std::string& {
-        key = utc_hour(tp);
-        key += '/';
-        key += state_->file_name;
-        return key;
-    };
-    const auto first = floor<hours>(batch.front().finished_at);
-    const bool one_hour = std::all_of(batch.begin(), batch.end(), [first](const auto& r) {
-        return floor<hours>(r.finished_at) == first;
-    });
-    if (one_hour) {
-        this->write_lines(key_for(batch.front().finished_at), this->serialize_batch(batch));
-        return;
-    }
-    // Records that straddle an hour: one group per hour, in order of first appearance.
-    std::vector<std::pair<decltype(first), std::vector<const RawOutputRecord*>>> groups;
-    for (const RawOutputRecord& r : batch) {
-        const auto h = floor<hours>(r.finished_at);
-        auto g = std::find_if(groups.begin(), groups.end(), [h](const auto& x) { return x.first == h; });
-        if (g == groups.end()) {
-            groups.emplace_back(h, std::vector<const RawOutputRecord*>{});
-            g = std::prev(groups.end());
-        }
-        g->second.push_back(&r);
-    }
-    for (const auto& [h, group] : groups)
-        this->write_lines(key_for(group.front()->finished_at),
-                          this->serialize_batch(std::span<const RawOutputRecord* const>(group)));
-}
-
-void RawOutputWriter::recycle(std::span<RawOutputRecord> records) noexcept
-{
-    for (RawOutputRecord& r : records) state_->shells.put(r);
 }
 
 }  // namespace jsonlw

@@ -3,6 +3,7 @@
 // record owns copies of everything it keeps.
 #pragma once
 
+#include <jsonlw/json_line.hpp>
 #include <jsonlw/utc_time.hpp>
 
 #include <cstddef>
@@ -118,5 +119,12 @@ struct RawOutputRecord {
         return std::string_view(frames_text).substr(begin, frame_ends[i] - begin);
     }
 };
+
+// The line a record becomes (RawOutputWriter's encoder; docs/writers.md has the schema).
+// Throws MalformedRecord for a record it cannot represent (frame ends that do not match the
+// text, a first_gen_logits row of the wrong size). Reads only its record: any thread.
+void serialize_raw_output(const RawOutputRecord& rec, JsonLine& line);
+// A size estimate of that line in bytes (for WriterOptions::batch_bytes).
+std::size_t raw_output_record_bytes(const RawOutputRecord& rec) noexcept;
 
 }  // namespace jsonlw

@@ -5,13 +5,14 @@
 //
 // Thread-safety: on_chunk(), on_request_end() and end_all() may be called from any thread,
 // concurrently (for different requests, or the same one); they never throw, never block on
-// I/O and never touch the caller's buffers. Everything else as JsonlRecordWriter. Lifetime:
-// destroy the writer before the execution context of its executor.
+// I/O and never touch the caller's buffers. The writer half's calls as JsonlRecordWriter's.
+// Lifetime: destroy the writer before the execution context of its executor.
 #pragma once
 
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/raw_output_record.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace jsonlw {
 
@@ -30,43 +32,18 @@ inline constexpr const char* raw_output_dir_env = "TRTLLM_RAW_OUTPUT_DIR";
 // The directory named by TRTLLM_RAW_OUTPUT_DIR, or an empty path when it is unset or empty.
 std::filesystem::path raw_output_dir_from_env();
 
-// An aggregate for designated initializers; fields in declaration order.
-struct RawOutputOptions {
-    // Output directory (the hour folders go in it). Empty: recording is off — one warning at
-    // construction, nothing recorded, no state kept, nothing counted.
-    std::filesystem::path directory{};
+// The engine's options (WriterOptions, with its defaults) plus the hook's own. `directory`:
+// where the hour folders go; empty, recording is off (one warning at construction, nothing
+// recorded, no state kept, nothing counted). `sink`: default a PartitionedFileSink (the hour
+// folders); any sink gets each group's key, "<UTC hour>/raw-<pid>.jsonl" (docs/sinks.md).
+// `log` is also called from the hook's caller, for its own warnings. The writer sets and so
+// ignores `stem`, `subject` and `messages`; its layout (hour folders, raw-<pid>.jsonl) has no
+// rotation, so rotate_bytes, rotate_interval and open_suffix do nothing.
+struct RawOutputOptions : WriterOptions {
     // Outputs kept in flight (default 4096, at least 1). Past that, the least recently
     // updated one is written with "partial": true, "end_reason": "evicted".
     std::size_t max_pending = 4096;
-
-    // --- passed to JsonlRecordWriter (see WriterOptions) ---
-    std::size_t queue_capacity = 1024;          // finished records waiting to be written
-    std::size_t batch_records = 64;             // records per append
-    std::size_t batch_bytes = std::size_t{1} << 20;
-    std::chrono::milliseconds flush_interval{0};
-    Overflow overflow = Overflow::drop_newest;  // a full queue drops the newest record
-    std::chrono::milliseconds block_timeout{100};
-    Durability durability = Durability::none;
-    std::chrono::milliseconds fsync_interval{1000};
-    std::chrono::milliseconds shutdown_timeout{5000};
-    LogSink log{};  // also called from the caller's thread, for the hook's own warnings
-    std::optional<boost::asio::any_io_executor> io_executor{};
-    std::shared_ptr<FileIo> file_io{};
-    // The {"seq","writer"} envelope for loss detection downstream (docs/shipping.md).
-    bool envelope = false;
-    mode_t file_mode = 0640;                       // permission bits of the files it creates
-    std::chrono::microseconds idle_poll{1000};     // as WriterOptions::idle_poll
-    std::size_t serializer_threads = 1;            // as WriterOptions::serializer_threads
-    // Where lines go (default: a PartitionedFileSink, the hour folders). Any sink gets each
-    // group's key, "<UTC hour>/raw-<pid>.jsonl" (docs/sinks.md).
-    std::shared_ptr<LineSink> sink{};
-
-    // WriterOptions fields the writer sets itself: its layout (hour folders, raw-<pid>.jsonl)
-    // fixes stem and subject and has no rotation.
-    static constexpr std::string_view fixed_writer_options[] = {
-        "stem", "subject", "rotate_bytes", "rotate_interval", "open_suffix", "messages"};
 };
-static_assert(covers_writer_options<RawOutputOptions>());
 
 // What the hook side did (the base's stats() count what reached the writer's queue).
 struct RawOutputCounters {
@@ -90,10 +67,24 @@ struct RawOutputCounters {
     std::uint64_t chunks_after_close = 0;
 };
 
-class RawOutputWriter : public JsonlRecordWriter<RawOutputRecord> {
+// The hook half: collects chunks and per-token data into the outputs in flight (the LRU past
+// max_pending) and hands each finished output, as a record, to the writer half it owns — a
+// JsonlRecordWriter<RawOutputRecord> (its records() below) whose API this class forwards,
+// so a RawOutputWriter is started, flushed, closed and read like any writer.
+class RawOutputWriter {
 public:
+    using record_type = RawOutputRecord;
+
     RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts);
-    ~RawOutputWriter() override;
+    // The engine's options alone, max_pending at its default: what {.directory = …, .log = …}
+    // (designated initializers name only WriterOptions' fields) selects.
+    RawOutputWriter(boost::asio::any_io_executor ex, WriterOptions opts)
+        : RawOutputWriter(std::move(ex), RawOutputOptions{std::move(opts)})
+    {
+    }
+    virtual ~RawOutputWriter();
+    RawOutputWriter(const RawOutputWriter&) = delete;
+    RawOutputWriter& operator=(const RawOutputWriter&) = delete;
 
     // The post-processor hook: what one output added at one step. A final chunk writes the
     // output's record. Never throws; a failure costs the record and is counted.
@@ -126,33 +117,59 @@ public:
     RawOutputCounters counters() const noexcept;
     std::size_t max_pending() const noexcept;
 
-protected:
-    void serialize(const RawOutputRecord& rec, JsonLine& line) override;
-    // serialize() reads only its record: serializer_threads > 1 is honoured.
-    bool concurrent_serialize() const noexcept override { return true; }
-    // Groups the batch by the hour of finished_at: one append per hour folder.
-    void write_batch(std::span<const RawOutputRecord> batch) override;
-    std::size_t record_bytes(const RawOutputRecord& rec) const noexcept override;
-    // Hands the written records' buffers back to the hook for new outputs (RecordShells).
-    void recycle(std::span<RawOutputRecord> records) noexcept override;
-    // The directory could not be created: the hook stops keeping state.
-    void on_disabled() override;
-    // Close writes the outputs still in flight as partial, end_reason "shutdown".
-    void on_close_requested() override;
+    // --- the writer half (see JsonlRecordWriter for each) ---
+    // Starts the writer; when its directory cannot be created the hook stops keeping state.
+    void start();
+    // Writes the outputs still in flight as partial, end_reason "shutdown" (first call only,
+    // while intake is open), then closes the writer.
+    template <class Token>
+    auto async_close(Token&& token)
+    {
+        close_requested();
+        return records_->async_close(std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_flush(Token&& token)
+    {
+        return records_->async_flush(std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_reopen(Token&& token)
+    {
+        return records_->async_reopen(std::forward<Token>(token));
+    }
+    void reopen() { records_->reopen(); }
+    // Hands a finished record straight to the writer (the hook does this for every output).
+    SubmitResult submit(RawOutputRecord rec) { return records_->submit(std::move(rec)); }
+    bool enabled() const noexcept { return records_->enabled(); }
+    WriterStats stats() const noexcept { return records_->stats(); }
+    bool drain_parked() const noexcept { return records_->drain_parked(); }
+    const std::filesystem::path& file_path() const noexcept { return records_->file_path(); }
+    std::vector<std::filesystem::path> files() const { return records_->files(); }
+    const std::string& writer_id() const noexcept { return records_->writer_id(); }
+    const WriterOptions& options() const noexcept { return records_->options(); }
+    bool append_outlived_close() const noexcept { return records_->append_outlived_close(); }
+    bool appending() const noexcept { return records_->appending(); }
+    boost::asio::any_io_executor get_executor() const noexcept { return records_->get_executor(); }
+    JsonlRecordWriter<RawOutputRecord>& records() noexcept { return *records_; }
 
+protected:
     // Where a finished record goes, on the caller's thread, outside the hook's lock: submit()
     // by default. An exception costs this record only (counted in hook_failures).
     virtual void deliver(RawOutputRecord&& rec);
 
 private:
     struct State;
+    void close_requested() noexcept;
     void deliver_safely(RawOutputRecord&& rec) noexcept;
     void hook_failed(std::uint64_t records, std::string_view what) noexcept;
     void not_recorded(std::uint64_t records) noexcept;
     void disable() noexcept;
     void warn(std::string_view message) const noexcept;
 
-    std::unique_ptr<State> state_;
+    std::unique_ptr<State> state_;  // before records_: it outlives the writer half
+    std::unique_ptr<JsonlRecordWriter<RawOutputRecord>> records_;
+    std::atomic<bool> close_requested_{false};
 };
 
 }  // namespace jsonlw
