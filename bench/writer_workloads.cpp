@@ -36,11 +36,11 @@ void feed_output(jsonlw::RawOutputWriter& w, const RawOutputShape& o, std::uint6
 
 jsonlw::RawOutputOptions raw_output_options(const std::filesystem::path& dir, LogTally& logs)
 {
-    return jsonlw::RawOutputOptions{.directory = dir,
-                                    .overflow = Overflow::block,
-                                    .block_timeout = std::chrono::hours(1),
-                                    .shutdown_timeout = std::chrono::hours(1),
-                                    .log = logs.sink()};
+    return jsonlw::RawOutputOptions{{.directory = dir,
+                                     .overflow = Overflow::block,
+                                     .block_timeout = std::chrono::hours(1),
+                                     .shutdown_timeout = std::chrono::hours(1),
+                                     .log = logs.sink()}};
 }
 
 WriterWorkload perf_metrics_workload(std::size_t extra_steps)

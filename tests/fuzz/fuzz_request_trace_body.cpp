@@ -22,8 +22,8 @@ struct Harness {
     Harness()
         : writer(loop.get_executor(), {.directory = jsonlw_fuzz::scratch_dir(),
                                        .log = [](jsonlw::LogLevel, std::string_view) {},
-                                       .file_io = sink,
-                                       .io_executor = io.get_executor()})
+                                       .io_executor = io.get_executor(),
+                                       .file_io = sink})
     {
         writer.start();
     }

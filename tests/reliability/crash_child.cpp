@@ -60,11 +60,11 @@ int main(int argc, char** argv)
 
     int rc = 0;
     {
-        jsonlw::RequestTraceWriter w(io.get_executor(),
-                                     {.directory = dir,
-                                      .durable = true,
-                                      .writer_suffix = std::string("-crash"),
-                                      .log = [](jsonlw::LogLevel, std::string_view) {}});
+        jsonlw::RequestTraceOptions o{{.directory = dir,
+                                       .log = [](jsonlw::LogLevel, std::string_view) {}}};
+        o.durable = true;
+        o.writer_suffix = std::string("-crash");
+        jsonlw::RequestTraceWriter w(io.get_executor(), std::move(o));
         w.start();
         say("sidecar " + w.sidecar_path().string());
         std::mt19937 rng(static_cast<unsigned>(run) * 7919u + 17u);

@@ -35,8 +35,7 @@ std::size_t phase_size(const std::optional<PhaseRecord>& p) noexcept
 WriterOptions PerfMetricsWriter::writer_options(std::filesystem::path directory,
                                                 const std::string& kind, PerfMetricsOptions extra)
 {
-    WriterOptions o;
-    apply_writer_options(extra, o);  // every field PerfMetricsOptions offers
+    WriterOptions o = std::move(extra);
     o.directory = std::move(directory);
     o.stem = "perf_metrics-" + checked_kind(kind);
     o.subject = subject;

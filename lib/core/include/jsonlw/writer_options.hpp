@@ -18,7 +18,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 
 namespace jsonlw {
 
@@ -115,63 +114,5 @@ struct WriterOptions {
     // The wording of the engine's log lines (default: "<subject> JSONL" messages).
     WriterMessages messages{};
 };
-
-// Every field of WriterOptions, in order. A writer's own options struct (RawOutputOptions,
-// PerfMetricsOptions, RequestTraceOptions) offers each of them under the same name with its
-// own default, or names it in its `fixed_writer_options` (fields the writer sets itself);
-// covers_writer_options<Opts>() refuses to compile otherwise, and
-// apply_writer_options() copies whatever it offers. So a new field here is either offered by
-// every writer or declined by each, on purpose.
-#define JSONLW_WRITER_OPTIONS_FIELDS(X)                                                       \
-    X(directory) X(stem) X(subject) X(queue_capacity) X(batch_records) X(batch_bytes)         \
-    X(flush_interval) X(overflow) X(block_timeout) X(durability) X(fsync_interval)            \
-    X(shutdown_timeout) X(log) X(io_executor) X(file_io) X(file_mode) X(idle_poll)             \
-    X(rotate_bytes) X(rotate_interval) X(open_suffix) X(envelope) X(serializer_threads)       \
-    X(sink) X(messages)
-
-namespace detail {
-
-// Fails to compile when WriterOptions gains a field that JSONLW_WRITER_OPTIONS_FIELDS does
-// not list (24 names here, one per field).
-inline void writer_options_are_all_listed(const WriterOptions& w) noexcept
-{
-    [[maybe_unused]] const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14,
-                                  f15, f16, f17, f18, f19, f20, f21, f22, f23, f24] = w;
-}
-
-template <class Opts>
-constexpr bool declines_writer_option(std::string_view field) noexcept
-{
-    for (std::string_view f : Opts::fixed_writer_options)
-        if (f == field) return true;
-    return false;
-}
-
-}  // namespace detail
-
-// Copies every WriterOptions field that `opts` offers (same name) into `w`.
-template <class Opts>
-void apply_writer_options(const Opts& opts, WriterOptions& w)
-{
-#define JSONLW_APPLY_WRITER_OPTION_(f) \
-    if constexpr (requires { opts.f; }) w.f = opts.f;
-    JSONLW_WRITER_OPTIONS_FIELDS(JSONLW_APPLY_WRITER_OPTION_)
-#undef JSONLW_APPLY_WRITER_OPTION_
-}
-
-// True, or a compile error naming the first WriterOptions field that Opts neither offers
-// nor declines. Use: static_assert(jsonlw::covers_writer_options<RawOutputOptions>());
-template <class Opts>
-consteval bool covers_writer_options()
-{
-#define JSONLW_CHECK_WRITER_OPTION_(f)                                                       \
-    static_assert(requires(const Opts& o) { o.f; } ||                                        \
-                      detail::declines_writer_option<Opts>(#f),                              \
-                  "a writer's options neither offer WriterOptions::" #f                      \
-                  " nor list it in fixed_writer_options");
-    JSONLW_WRITER_OPTIONS_FIELDS(JSONLW_CHECK_WRITER_OPTION_)
-#undef JSONLW_CHECK_WRITER_OPTION_
-    return true;
-}
 
 }  // namespace jsonlw

@@ -33,53 +33,13 @@
 
 namespace jsonlw {
 
-// What an embedder may set besides the directory and kind: the WriterOptions fields below,
-// under their WriterOptions names and with the defaults TensorRT-LLM's writer has (see
-// WriterOptions for what each does). The rest is fixed (fixed_writer_options, constants of
-// PerfMetricsWriter). Fields in declaration order, for designated initializers.
-struct PerfMetricsOptions {
-    // Log sink (default: stderr).
-    LogSink log{};
-    // When appended bytes are fsync'ed (default none, as TensorRT-LLM's writer).
-    Durability durability = Durability::none;
-    // Where serialization and appends run (default: a thread the writer owns).
-    std::optional<boost::asio::any_io_executor> io_executor{};
-    // System-call seam for appends (default: POSIX); tests inject faults through it.
-    std::shared_ptr<FileIo> file_io{};
-    // Files for shippers (WriterOptions, docs/shipping.md): rotation by size and age, the
-    // open suffix, the {"seq","writer"} envelope. Defaults: off, as TensorRT-LLM's writer.
-    std::uint64_t rotate_bytes = 0;
-    std::chrono::milliseconds rotate_interval{0};
-    std::optional<std::string> open_suffix{};
-    bool envelope = false;
-    // Durability::fsync_interval only: longest unsynced data waits for fsync (default 1 s).
-    std::chrono::milliseconds fsync_interval{1000};
-    // Longest a record waits for its batch to fill (default 0: write at once).
-    std::chrono::milliseconds flush_interval{0};
-    // A full queue (1024 records) drops the newest record (default, as TensorRT-LLM's).
-    Overflow overflow = Overflow::drop_newest;
-    // Overflow::block only: longest submit() waits for room (default 100 ms).
-    std::chrono::milliseconds block_timeout{100};
-    // A batch stops growing at this many bytes of records (default 1 MiB).
-    std::size_t batch_bytes = std::size_t{1} << 20;
-    // Permission bits of the files the writer creates (default 0640, before the umask).
-    mode_t file_mode = 0640;
-    // How often an idle drain looks at the queue before it parks (default 1 ms).
-    std::chrono::microseconds idle_poll{1000};
-    // Threads that serialize records (default 1: the I/O thread; see WriterOptions).
-    std::size_t serializer_threads = 1;
-    // Where lines go (default: the file TensorRT-LLM's writer writes; a KafkaSink, a TeeSink
-    // of a file and Kafka, ... see docs/sinks.md). The directory is still needed.
-    std::shared_ptr<LineSink> sink{};
-
-    // Set by PerfMetricsWriter itself: the directory is a constructor argument, the stem
-    // comes from the kind, and the sizes are TensorRT-LLM's constants (queue 1024, batch 64,
-    // shutdown 5 s).
-    static constexpr std::string_view fixed_writer_options[] = {
-        "directory", "stem", "subject", "queue_capacity", "batch_records", "shutdown_timeout",
-        "messages"};
-};
-static_assert(covers_writer_options<PerfMetricsOptions>());
+// The engine's options themselves (WriterOptions, whose defaults are those of TensorRT-LLM's
+// writer), for everything an embedder may set. PerfMetricsWriter sets the rest itself and ignores
+// what the fields below say: `directory` (a constructor argument), `stem` (from the kind),
+// `subject`, `messages` and TensorRT-LLM's constants queue_capacity (1024), batch_records
+// (64) and shutdown_timeout (5 s). `sink` may name another destination than the file
+// TensorRT-LLM's writer writes (a KafkaSink, a TeeSink of a file and Kafka: docs/sinks.md).
+using PerfMetricsOptions = WriterOptions;
 
 class PerfMetricsWriter final : public JsonlRecordWriter<PerfMetricsRecord> {
 public:
