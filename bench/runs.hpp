@@ -169,7 +169,7 @@ bool have_spdlog() noexcept;
 
 // --- Snapshot stage, CPU backend: capture() of a [rows, vocab] batch, and the copy ceiling. ---
 struct SnapshotInput {
-    jsonlw::snapshot::LogitDType dtype = jsonlw::snapshot::LogitDType::F32;
+    jsonlw::snapshot::LogitDType dtype = jsonlw::snapshot::LogitDType::f32;
     int rows = 0, vocab = 0;
     std::vector<std::byte> data;  // rows * vocab elements, normal(0, 3) logits
     std::vector<std::int32_t> sampled;

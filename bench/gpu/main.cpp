@@ -158,8 +158,8 @@ int main(int argc, char** argv)
     // --- the fused pass over a grid ---------------------------------------------------------
     const std::vector<int> batches = quick ? std::vector<int>{1, 256} : std::vector<int>{1, 8, 64, 256, 512};
     const std::vector<int> vocabs = quick ? std::vector<int>{152064} : std::vector<int>{128256, 152064, 256000};
-    const std::vector<LogitDType> dtypes = quick ? std::vector<LogitDType>{LogitDType::BF16}
-                                                 : std::vector<LogitDType>{LogitDType::BF16, LogitDType::F16, LogitDType::F32};
+    const std::vector<LogitDType> dtypes = quick ? std::vector<LogitDType>{LogitDType::bf16}
+                                                 : std::vector<LogitDType>{LogitDType::bf16, LogitDType::f16, LogitDType::f32};
     const std::vector<int> ks = {20, 64};
     const std::size_t max_bytes = 512ull * 256000 * 4;
     constexpr int kRot = 3;  // 3 x 524 MB > 50 MB L2 many times over
@@ -247,7 +247,7 @@ int main(int argc, char** argv)
         cfg.max_rows = rows;
         cfg.max_vocab = v;
         cfg.ring_slots = 8;
-        auto stage = SnapshotStage::create(cfg, Backend::Cuda, [&](SnapshotBatch&& b) {
+        auto stage = SnapshotStage::create(cfg, Backend::cuda, [&](SnapshotBatch&& b) {
             {
                 std::lock_guard lock(m);
                 ready_us.push_back(double(b.t_ready_ns - b.t_enqueue_ns) / 1e3);
@@ -255,8 +255,8 @@ int main(int argc, char** argv)
             got.fetch_add(1);
         });
         std::vector<RowMeta> meta(rows);
-        bk::fill(lbuf[0], int(LogitDType::BF16), std::size_t(rows) * v, 3, 3.f, st);
-        const LogitsView view{lbuf[0], LogitDType::BF16, rows, v, v, dev};
+        bk::fill(lbuf[0], int(LogitDType::bf16), std::size_t(rows) * v, 3, 3.f, st);
+        const LogitsView view{lbuf[0], LogitDType::bf16, rows, v, v, dev};
         const int n = quick ? 300 : 2000;
         const long long spin_cycles = (long long)(clock_khz) * (quick ? 1 : 2);  // 1-2 ms
         std::vector<double> cap;
@@ -266,7 +266,7 @@ int main(int argc, char** argv)
             const auto t0 = std::chrono::steady_clock::now();
             const auto r = stage->capture(view, sampled, meta, st);
             const auto t1 = std::chrono::steady_clock::now();
-            if (r == CaptureResult::Dropped) ++dropped;
+            if (r == CaptureResult::dropped) ++dropped;
             if (i >= 20) cap.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
         }
         stage->drain(std::chrono::seconds(10));

@@ -23,12 +23,12 @@ void snapshot_scenario(const Config& cfg, Report& report)
     sc.max_vocab = 152064;
     sc.ring_slots = 2;
     sc.cpu_threads = threads;
-    auto stage = SnapshotStage::create(sc, Backend::Cpu, [](SnapshotBatch&&) {});
+    auto stage = SnapshotStage::create(sc, Backend::cpu, [](SnapshotBatch&&) {});
     std::vector<std::byte> copy_dst;
 
     const std::vector<int> batches = cfg.quick ? std::vector<int>{1, 64} : std::vector<int>{1, 64, 256};
     const std::vector<int> vocabs = cfg.quick ? std::vector<int>{32000} : std::vector<int>{32000, 152064};
-    const std::vector<LogitDType> dtypes = {LogitDType::F32, LogitDType::F16, LogitDType::BF16};
+    const std::vector<LogitDType> dtypes = {LogitDType::f32, LogitDType::f16, LogitDType::bf16};
     const double bytes_per_run = cfg.quick ? 16e6 : 128e6;
 
     Section sec;

@@ -103,7 +103,7 @@ void snapshot_rows_scenario(const Config& cfg, Report& report)
 {
     const CpuRowPath best = best_cpu_row_path();
     const std::vector<int> vocabs = {152064, 32000};
-    const std::vector<LogitDType> dtypes = {LogitDType::BF16, LogitDType::F16, LogitDType::F32};
+    const std::vector<LogitDType> dtypes = {LogitDType::bf16, LogitDType::f16, LogitDType::f32};
     const int rows = 64;
     const double bytes_per_run = cfg.quick ? 8e6 : 48e6;
 
@@ -182,7 +182,7 @@ void snapshot_rows_scenario(const Config& cfg, Report& report)
                     fmt::format("fast_row {} vs reference_row, {}, one thread",
                                 cpu_row_path_name(best), cell),
                     ">=", 3.0, fast_best.ratio->median(), "x"));
-            if (vocab == 152064 && dt == LogitDType::BF16)
+            if (vocab == 152064 && dt == LogitDType::bf16)
                 report.goals.push_back(make_goal(
                     fmt::format("fast_row {} per row, {}, one thread", cpu_row_path_name(best), cell),
                     "<=", 60, fast_best.values.median(), "µs"));
@@ -209,11 +209,11 @@ void snapshot_rows_scenario(const Config& cfg, Report& report)
     std::unique_ptr<SnapshotStage> oracle_stage, fast_stage;
     {
         PinnedPath pin("reference");
-        oracle_stage = SnapshotStage::create(sc, Backend::Cpu, [](SnapshotBatch&&) {});
+        oracle_stage = SnapshotStage::create(sc, Backend::cpu, [](SnapshotBatch&&) {});
     }
     {
         PinnedPath pin("auto");
-        fast_stage = SnapshotStage::create(sc, Backend::Cpu, [](SnapshotBatch&&) {});
+        fast_stage = SnapshotStage::create(sc, Backend::cpu, [](SnapshotBatch&&) {});
     }
     Section all;
     all.scenario = "snapshot-rows";

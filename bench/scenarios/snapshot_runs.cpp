@@ -27,13 +27,13 @@ SnapshotInput make_snapshot_input(LogitDType dtype, int rows, int vocab, std::ui
     std::normal_distribution<float> normal(0.f, 3.f);
     for (std::size_t i = 0; i < n; ++i) {
         const float x = normal(rng);
-        if (dtype == LogitDType::F32) {
+        if (dtype == LogitDType::f32) {
             std::memcpy(in.data.data() + 4 * i, &x, 4);
         } else {
             bool overflow = false;
             std::uint32_t u;
             std::memcpy(&u, &x, 4);
-            const std::uint16_t h = dtype == LogitDType::F16 ? f32_to_f16_rne(x, &overflow)
+            const std::uint16_t h = dtype == LogitDType::f16 ? f32_to_f16_rne(x, &overflow)
                                                              : std::uint16_t(u >> 16);
             std::memcpy(in.data.data() + 2 * i, &h, 2);
         }
@@ -54,7 +54,7 @@ SnapshotRunResult snapshot_cpu_run(SnapshotStage& stage, const SnapshotInput& in
     const auto before = stage.stats();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < reps; ++i) {
-        if (stage.capture(v, in.sampled.data(), in.meta) != CaptureResult::Enqueued) {
+        if (stage.capture(v, in.sampled.data(), in.meta) != CaptureResult::enqueued) {
             r.problem = "capture() did not enqueue: " + stage.stats().last_error;
             return r;
         }

@@ -23,14 +23,14 @@ int main()
     jsonlw::RawOutputWriter writer(loop.get_executor(), {.directory = "snapshot-demo"});
     writer.start();
 
-    snap::SnapshotConfig config{.k = 5, .first_gen = snap::FirstGenMode::Float16Compat,
+    snap::SnapshotConfig config{.k = 5, .first_gen = snap::FirstGenMode::float16_compat,
                                 .max_rows = 8, .max_vocab = 1000, .ring_slots = 16};
     // Each batch reaches the loop through one post; record_token_data() copies its rows into
     // the outputs' records and releases the batch's ring slot before it returns.
     auto on_batch = [&writer, config](snap::SnapshotBatch&& batch) {
         jsonlw::record_token_data(writer, std::move(batch), config);
     };
-    auto stage = snap::SnapshotStage::create(config, snap::Backend::Auto,
+    auto stage = snap::SnapshotStage::create(config, snap::Backend::automatic,
                                              snap::post_batches(loop.get_executor(), on_batch));
     std::thread loop_thread([&loop] {
         auto work = boost::asio::make_work_guard(loop);
@@ -57,8 +57,8 @@ int main()
         }
         const std::uint8_t first = step == 0 ? snap::RowMeta::first_gen : 0;
         const snap::RowMeta meta[rows] = {{ids[0], 0, step, first}, {ids[1], 0, step, first}};
-        const snap::LogitsView view{logits.data(), snap::LogitDType::F32, rows, vocab, vocab, -1};
-        if (stage->capture(view, sampled, meta) != snap::CaptureResult::Enqueued)
+        const snap::LogitsView view{logits.data(), snap::LogitDType::f32, rows, vocab, vocab, -1};
+        if (stage->capture(view, sampled, meta) != snap::CaptureResult::enqueued)
             std::fprintf(stderr, "step %u not captured\n", step);  // its positions stay null
     }
 

@@ -86,7 +86,7 @@ int main(int argc, char** argv)
     const std::byte row[8]{};
     raw.on_chunk({.request_id = 1, .text_diff = "ab", .token_ids_diff = {ids, 2},
                   .streaming = true, .disagg_request_id = 9001, .logprobs_diff = lps,
-                  .first_gen_logits = jsonlw::FirstGenLogitsView{"float32", 2, row, 1}});
+                  .first_gen_logits = jsonlw::FirstGenLogitsView{jsonlw::snapshot::LogitDType::f32, 2, row, 1}});
     raw.on_chunk({.request_id = 1, .text_diff = "c", .token_ids_diff = {ids + 2, 1},
                   .is_final = true, .text = "abc"});
     raw.on_chunk({.request_id = 2, .text_diff = "x", .token_ids_diff = {ids, 1}});

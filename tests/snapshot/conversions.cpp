@@ -95,7 +95,7 @@ TEST_CASE("bf16 bit patterns widen by a 16-bit shift", "[snapshot][conversions]"
     CHECK(bf16_to_f32(0xff80) == -inf);
     CHECK(bits_of(bf16_to_f32(0x7fc1)) == 0x7fc10000u);
     CHECK(bits_of(bf16_to_f32(0xff81)) == 0xff810000u);
-    CHECK(load_logit("\x80\x3f\x00\x40", LogitDType::BF16, 1) == 2.0f);
+    CHECK(load_logit("\x80\x3f\x00\x40", LogitDType::bf16, 1) == 2.0f);
 }
 
 TEST_CASE("fp32 to fp16 rounds to nearest even and counts overflow to inf",

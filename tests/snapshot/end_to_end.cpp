@@ -47,7 +47,7 @@ TEST_CASE("captured steps become raw-output records whose logprobs, ranks and to
     config.k = k;
     config.max_rows = rows;
     config.max_vocab = V;
-    config.first_gen = FirstGenMode::Float16Compat;
+    config.first_gen = FirstGenMode::float16_compat;
     config.max_first_gen_rows_per_step = rows;
     config.cpu_threads = 1;
 
@@ -71,7 +71,7 @@ TEST_CASE("captured steps become raw-output records whose logprobs, ranks and to
             writer.on_chunk(c);
         }
     });
-    auto stage = SnapshotStage::create(config, Backend::Cpu, std::move(sink));
+    auto stage = SnapshotStage::create(config, Backend::cpu, std::move(sink));
     loop.start();
 
     std::mt19937_64 rng(42);
@@ -91,11 +91,11 @@ TEST_CASE("captured steps become raw-output records whose logprobs, ranks and to
         if (step == 0)
             for (int r = 0; r < rows; ++r)
                 first_rows[std::size_t(r)].assign(logits.begin() + r * V, logits.begin() + (r + 1) * V);
-        const LogitsView v{logits.data(), LogitDType::F32, rows, V, V, -1};
+        const LogitsView v{logits.data(), LogitDType::f32, rows, V, V, -1};
         // The loop releases slots as it handles batches; a real decode loop would drop the
         // step instead of waiting (tested in stage.cpp).
         REQUIRE(jsonlw_test::wait_until([&] { return stage->stats().leased < 4; }));
-        REQUIRE(stage->capture(v, sampled.data(), meta) == CaptureResult::Enqueued);
+        REQUIRE(stage->capture(v, sampled.data(), meta) == CaptureResult::enqueued);
     }
     REQUIRE(stage->drain(10s));
     // The handlers posted before this round trip have run: only then may the writer close.
@@ -167,7 +167,7 @@ TEST_CASE("captured steps become raw-output records whose logprobs, ranks and to
         std::string error;
         REQUIRE(decode_first_gen_list(fg_json, decoded, error));
         REQUIRE(decoded.size() == 1);
-        CHECK(decoded[0].dtype == LogitDType::F32);
+        CHECK(decoded[0].dtype == LogitDType::f32);
         REQUIRE(decoded[0].bytes.size() == std::size_t(V) * 4);
         CHECK(std::memcmp(decoded[0].bytes.data(), first_rows[id].data(), std::size_t(V) * 4) == 0);
     }

@@ -33,7 +33,7 @@ constexpr CpuRowPath fast_paths[] = {CpuRowPath::avx512, CpuRowPath::avx2, CpuRo
 // after the block's start so that the vectors straddle their alignment.
 struct Row {
     std::unique_ptr<unsigned char[]> bytes;
-    LogitDType dtype = LogitDType::F32;
+    LogitDType dtype = LogitDType::f32;
     std::int32_t vocab = 0;
     int offset = 0;
 
@@ -42,7 +42,7 @@ struct Row {
 
 std::uint16_t to_half(float x, LogitDType dt)
 {
-    if (dt == LogitDType::BF16) return std::uint16_t(std::bit_cast<std::uint32_t>(x) >> 16);
+    if (dt == LogitDType::bf16) return std::uint16_t(std::bit_cast<std::uint32_t>(x) >> 16);
     return f32_to_f16_rne(x, nullptr);
 }
 
@@ -57,7 +57,7 @@ Row make_row(const std::vector<float>& xs, LogitDType dt, int offset = 0)
     std::memset(r.bytes.get(), 0x5a, std::size_t(offset) * size);
     unsigned char* p = r.bytes.get() + std::size_t(offset) * size;
     for (std::size_t i = 0; i < xs.size(); ++i) {
-        if (dt == LogitDType::F32) {
+        if (dt == LogitDType::f32) {
             std::memcpy(p + 4 * i, &xs[i], 4);
         } else {
             const std::uint16_t h = to_half(xs[i], dt);
@@ -149,7 +149,7 @@ int check_row(const Row& r, std::int32_t sampled, int k, const std::vector<CpuRo
     return bad;
 }
 
-const LogitDType all_dtypes[] = {LogitDType::F32, LogitDType::F16, LogitDType::BF16};
+const LogitDType all_dtypes[] = {LogitDType::f32, LogitDType::f16, LogitDType::bf16};
 
 std::vector<float> normal_row(std::mt19937_64& rng, std::int32_t V, float sigma)
 {
@@ -325,7 +325,7 @@ TEST_CASE("fast_row: extreme magnitudes and the tolerance's worst cases", "[snap
     std::vector<float> big(70000);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (float& x : big) x = u(rng) * 3e38f;
-    check_row(make_row(big, LogitDType::F32), 5, 20, paths, worst);
+    check_row(make_row(big, LogitDType::f32), 5, 20, paths, worst);
     // Every term e^-1 but the max's: the fp32 lane sums round at every add.
     for (const std::int32_t V : {65536, 262144}) {
         std::vector<float> xs(static_cast<std::size_t>(V), -1.0f);

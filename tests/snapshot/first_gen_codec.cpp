@@ -172,19 +172,19 @@ TEST_CASE("first_gen item sizes and dtypes follow the capture mode", "[snapshot]
 {
     using enum FirstGenMode;
     using enum LogitDType;
-    CHECK(first_gen_item_bytes(Float16Compat, BF16, 152064) == 304128);
-    CHECK(first_gen_item_bytes(Float16Compat, F32, 10) == 40);
-    CHECK(first_gen_item_bytes(Float32Exact, BF16, 10) == 40);
-    CHECK(first_gen_item_bytes(BFloat16Raw, BF16, 10) == 20);
-    CHECK(first_gen_item_bytes(Off, BF16, 10) == 0);
-    CHECK(std::string(first_gen_dtype(Float16Compat, BF16)) == "float16");
-    CHECK(std::string(first_gen_dtype(Float16Compat, F16)) == "float16");
-    CHECK(std::string(first_gen_dtype(Float16Compat, F32)) == "float32");
-    CHECK(std::string(first_gen_dtype(Float32Exact, F16)) == "float32");
-    CHECK(std::string(first_gen_dtype(BFloat16Raw, BF16)) == "bfloat16");
-    CHECK(std::string(first_gen_dtype(BFloat16Raw, F16)) == "float16");
-    CHECK(std::string(first_gen_dtype(BFloat16Raw, F32)) == "float32");
-    CHECK(std::string(first_gen_dtype(Off, F32)) == "");
+    CHECK(first_gen_item_bytes(float16_compat, bf16, 152064) == 304128);
+    CHECK(first_gen_item_bytes(float16_compat, f32, 10) == 40);
+    CHECK(first_gen_item_bytes(float32_exact, bf16, 10) == 40);
+    CHECK(first_gen_item_bytes(bfloat16_raw, bf16, 10) == 20);
+    CHECK(first_gen_item_bytes(off, bf16, 10) == 0);
+    CHECK(std::string(first_gen_dtype(float16_compat, bf16)) == "float16");
+    CHECK(std::string(first_gen_dtype(float16_compat, f16)) == "float16");
+    CHECK(std::string(first_gen_dtype(float16_compat, f32)) == "float32");
+    CHECK(std::string(first_gen_dtype(float32_exact, f16)) == "float32");
+    CHECK(std::string(first_gen_dtype(bfloat16_raw, bf16)) == "bfloat16");
+    CHECK(std::string(first_gen_dtype(bfloat16_raw, f16)) == "float16");
+    CHECK(std::string(first_gen_dtype(bfloat16_raw, f32)) == "float32");
+    CHECK(std::string(first_gen_dtype(off, f32)) == "");
 }
 
 TEST_CASE("convert_first_gen_row keeps, widens or narrows as the mode says and counts overflow",
@@ -193,14 +193,14 @@ TEST_CASE("convert_first_gen_row keeps, widens or narrows as the mode says and c
     // bf16: 1, -2, 65536 (overflows as fp16), -inf, NaN, 1e-8-ish (underflows, no overflow)
     const std::vector<std::uint16_t> bf = {0x3f80, 0xc000, 0x4780, 0xff80, 0x7fc0, 0x322c};
     const auto n = static_cast<std::int32_t>(bf.size());
-    std::vector<std::byte> out(first_gen_item_bytes(FirstGenMode::Float32Exact, LogitDType::BF16, n));
+    std::vector<std::byte> out(first_gen_item_bytes(FirstGenMode::float32_exact, LogitDType::bf16, n));
 
-    CHECK(convert_first_gen_row(bf.data(), LogitDType::BF16, n, FirstGenMode::Float16Compat, out.data()) == 1);
+    CHECK(convert_first_gen_row(bf.data(), LogitDType::bf16, n, FirstGenMode::float16_compat, out.data()) == 1);
     std::vector<std::uint16_t> h(bf.size());
     std::memcpy(h.data(), out.data(), 2 * h.size());
     CHECK(h == std::vector<std::uint16_t>{0x3c00, 0xc000, 0x7c00, 0xfc00, 0x7e00, 0x0000});
 
-    CHECK(convert_first_gen_row(bf.data(), LogitDType::BF16, n, FirstGenMode::Float32Exact, out.data()) == 0);
+    CHECK(convert_first_gen_row(bf.data(), LogitDType::bf16, n, FirstGenMode::float32_exact, out.data()) == 0);
     std::vector<float> f(bf.size());
     std::memcpy(f.data(), out.data(), 4 * f.size());
     for (std::size_t i = 0; i < bf.size(); ++i) {
@@ -208,15 +208,15 @@ TEST_CASE("convert_first_gen_row keeps, widens or narrows as the mode says and c
         CHECK(std::bit_cast<std::uint32_t>(f[i]) == std::uint32_t{bf[i]} << 16);
     }
 
-    CHECK(convert_first_gen_row(bf.data(), LogitDType::BF16, n, FirstGenMode::BFloat16Raw, out.data()) == 0);
+    CHECK(convert_first_gen_row(bf.data(), LogitDType::bf16, n, FirstGenMode::bfloat16_raw, out.data()) == 0);
     CHECK(std::memcmp(out.data(), bf.data(), 2 * bf.size()) == 0);
 
-    // fp16 input: kept as is in the compat and raw modes, widened exactly in Float32Exact.
+    // fp16 input: kept as is in the compat and raw modes, widened exactly in float32_exact.
     const std::vector<std::uint16_t> h16 = {0x3c00, 0x0001, 0x7bff, 0x7c01};
     std::vector<std::byte> o16(16);
-    CHECK(convert_first_gen_row(h16.data(), LogitDType::F16, 4, FirstGenMode::Float16Compat, o16.data()) == 0);
+    CHECK(convert_first_gen_row(h16.data(), LogitDType::f16, 4, FirstGenMode::float16_compat, o16.data()) == 0);
     CHECK(std::memcmp(o16.data(), h16.data(), 8) == 0);
-    CHECK(convert_first_gen_row(h16.data(), LogitDType::F16, 4, FirstGenMode::Float32Exact, o16.data()) == 0);
+    CHECK(convert_first_gen_row(h16.data(), LogitDType::f16, 4, FirstGenMode::float32_exact, o16.data()) == 0);
     float w[4];
     std::memcpy(w, o16.data(), 16);
     CHECK(w[0] == 1.0f);
@@ -227,12 +227,12 @@ TEST_CASE("convert_first_gen_row keeps, widens or narrows as the mode says and c
     // fp32 input stays fp32 (TensorRT-LLM keeps float32 as float32).
     const std::vector<float> f32 = {1e30f, -3.5f};
     std::vector<std::byte> o32(8);
-    CHECK(convert_first_gen_row(f32.data(), LogitDType::F32, 2, FirstGenMode::Float16Compat, o32.data()) == 0);
+    CHECK(convert_first_gen_row(f32.data(), LogitDType::f32, 2, FirstGenMode::float16_compat, o32.data()) == 0);
     CHECK(std::memcmp(o32.data(), f32.data(), 8) == 0);
 
     // Off writes nothing.
     std::vector<std::byte> untouched(4, std::byte{0x5a});
-    CHECK(convert_first_gen_row(f32.data(), LogitDType::F32, 1, FirstGenMode::Off, untouched.data()) == 0);
+    CHECK(convert_first_gen_row(f32.data(), LogitDType::f32, 1, FirstGenMode::off, untouched.data()) == 0);
     CHECK(untouched == std::vector<std::byte>(4, std::byte{0x5a}));
 }
 
@@ -270,23 +270,23 @@ TEST_CASE("a first_gen item round trips through the strict decoder for every dty
 {
     std::mt19937 rng(4);
     std::normal_distribution<float> nd(0.0f, 4.0f);
-    for (const LogitDType src : {LogitDType::F32, LogitDType::F16, LogitDType::BF16}) {
+    for (const LogitDType src : {LogitDType::f32, LogitDType::f16, LogitDType::bf16}) {
         for (const FirstGenMode mode :
-             {FirstGenMode::Float16Compat, FirstGenMode::Float32Exact, FirstGenMode::BFloat16Raw}) {
+             {FirstGenMode::float16_compat, FirstGenMode::float32_exact, FirstGenMode::bfloat16_raw}) {
             const std::int32_t V = 1 + static_cast<std::int32_t>(rng() % 3000);
             std::vector<std::byte> row(V * itemsize(src));
             std::vector<float> values(V);
             for (std::int32_t i = 0; i < V; ++i) {
                 const float x = nd(rng);
-                if (src == LogitDType::F32) std::memcpy(&row[4 * i], &x, 4);
+                if (src == LogitDType::f32) std::memcpy(&row[4 * i], &x, 4);
                 else {
-                    const std::uint16_t b = src == LogitDType::F16
+                    const std::uint16_t b = src == LogitDType::f16
                                                 ? f32_to_f16_rne(x, nullptr)
                                                 : static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x) >> 16);
                     std::memcpy(&row[2 * i], &b, 2);
                 }
                 values[i] = load_logit(row.data(), src, i);
-                if (src == LogitDType::BF16 && first_gen_stored_dtype(mode, src) == LogitDType::F16) {
+                if (src == LogitDType::bf16 && first_gen_stored_dtype(mode, src) == LogitDType::f16) {
                     std::uint16_t b;
                     std::memcpy(&b, &row[2 * i], 2);
                     values[i] = f16_to_f32(bf16_to_f16_compat(b, nullptr));  // tiny values round

@@ -31,7 +31,7 @@ const bool device_checked = [] {
 TEST_CASE("GPU rows equal the reference over vocab sizes, batches, k and dtypes", "[gpu]")
 {
     const int vocabs[] = {1, 31, 1000, 4095, 4097, 32000, 128256, 151936, 152064, 151937, 256000, 262144};
-    const LogitDType dtypes[] = {LogitDType::BF16, LogitDType::F16, LogitDType::F32};
+    const LogitDType dtypes[] = {LogitDType::bf16, LogitDType::f16, LogitDType::f32};
     const int ks[] = {1, 20, 64};
     std::uint64_t seed = 1;
     // Trimmed cross product: every vocab with each dtype and k once; batches cycle.
@@ -49,7 +49,7 @@ TEST_CASE("GPU rows equal the reference over vocab sizes, batches, k and dtypes"
     }
     // The headline shape, all three k.
     for (int k : {1, 64}) {
-        const auto h = random_logits(LogitDType::BF16, 256, 152064, 152064, 77 + std::uint64_t(k));
+        const auto h = random_logits(LogitDType::bf16, 256, 152064, 152064, 77 + std::uint64_t(k));
         run_and_compare(h, random_sampled(256, 152064, 5), k);
     }
     std::printf("max |gpu - ref| of lse/logprobs so far: %.3g\n", g_max_abs_err);
@@ -57,7 +57,7 @@ TEST_CASE("GPU rows equal the reference over vocab sizes, batches, k and dtypes"
 
 TEST_CASE("GPU handles padded rows and a base pointer off the 16-byte grid", "[gpu]")
 {
-    for (LogitDType dt : {LogitDType::BF16, LogitDType::F16, LogitDType::F32}) {
+    for (LogitDType dt : {LogitDType::bf16, LogitDType::f16, LogitDType::f32}) {
         for (int v : {31, 4097, 152064}) {
             const auto h = random_logits(dt, 7, v, v + 13, 11);
             run_and_compare(h, random_sampled(7, v, 12), 20, 0);
@@ -69,7 +69,7 @@ TEST_CASE("GPU handles padded rows and a base pointer off the 16-byte grid", "[g
 TEST_CASE("GPU ties: all-equal rows, quantized rows, equal maxima in different tiles", "[gpu]")
 {
     const int v = 152064;
-    for (LogitDType dt : {LogitDType::BF16, LogitDType::F32}) {
+    for (LogitDType dt : {LogitDType::bf16, LogitDType::f32}) {
         HostLogits h(dt, 4, v, v);
         std::mt19937_64 rng(3);
         for (int i = 0; i < v; ++i) {
@@ -87,7 +87,7 @@ TEST_CASE("GPU ties: all-equal rows, quantized rows, equal maxima in different t
 TEST_CASE("GPU special rows: NaN, +inf, -inf masks, all -inf, NaN in a far tile", "[gpu]")
 {
     const int v = 152064;
-    for (LogitDType dt : {LogitDType::BF16, LogitDType::F16, LogitDType::F32}) {
+    for (LogitDType dt : {LogitDType::bf16, LogitDType::f16, LogitDType::f32}) {
         auto h = random_logits(dt, 6, v, v, 21);
         const float nan = std::nanf(""), inf = INFINITY;
         h.set(0, 150000, nan);                       // NaN far from the max's tile
@@ -108,7 +108,7 @@ TEST_CASE("GPU rows with NaN and +inf together, and +inf in every tile", "[gpu]"
 {
     const int v = 152064;
     const float nan = std::nanf(""), inf = INFINITY;
-    for (LogitDType dt : {LogitDType::BF16, LogitDType::F16, LogitDType::F32}) {
+    for (LogitDType dt : {LogitDType::bf16, LogitDType::f16, LogitDType::f32}) {
         auto h = random_logits(dt, 3, v, v, 131);
         h.set(0, 7, nan);  // NaN leads: lse and every logprob NaN, whatever +inf says
         h.set(0, 150000, inf);
@@ -124,7 +124,7 @@ TEST_CASE("GPU rows with NaN and +inf together, and +inf in every tile", "[gpu]"
 TEST_CASE("GPU sampled ids at 0, V-1, on a NaN and out of range", "[gpu]")
 {
     const int v = 32000;
-    auto h = random_logits(LogitDType::BF16, 5, v, v, 31);
+    auto h = random_logits(LogitDType::bf16, 5, v, v, 31);
     h.set(2, 17, std::nanf(""));
     run_and_compare(h, {0, v - 1, 17, -1, v}, 20);
     run_and_compare(h, {v + 1000000, 0, 0, std::numeric_limits<std::int32_t>::min(), 3}, 1);
@@ -132,7 +132,7 @@ TEST_CASE("GPU sampled ids at 0, V-1, on a NaN and out of range", "[gpu]")
 
 TEST_CASE("GPU results are bitwise identical across two launches", "[gpu]")
 {
-    const auto h = random_logits(LogitDType::BF16, 256, 152064, 152064, 41);
+    const auto h = random_logits(LogitDType::bf16, 256, 152064, 152064, 41);
     const auto s = random_sampled(256, 152064, 42);
     const auto a = run_and_compare(h, s, 20);
     const auto b = run_and_compare(h, s, 20);
@@ -142,8 +142,8 @@ TEST_CASE("GPU results are bitwise identical across two launches", "[gpu]")
 TEST_CASE("GPU first-gen rows equal the CPU conversion byte for byte", "[gpu]")
 {
     const int v = 152064;
-    for (FirstGenMode mode : {FirstGenMode::Float16Compat, FirstGenMode::Float32Exact, FirstGenMode::BFloat16Raw}) {
-        for (LogitDType dt : {LogitDType::BF16, LogitDType::F16, LogitDType::F32}) {
+    for (FirstGenMode mode : {FirstGenMode::float16_compat, FirstGenMode::float32_exact, FirstGenMode::bfloat16_raw}) {
+        for (LogitDType dt : {LogitDType::bf16, LogitDType::f16, LogitDType::f32}) {
             auto h = random_logits(dt, 4, v, v + 3, 51, 20000.f);  // bf16 -> fp16 overflows
             h.set(1, 5, std::nanf(""));
             h.set(1, 6, 70000.f);
@@ -166,7 +166,7 @@ TEST_CASE("GPU first-gen rows equal the CPU conversion byte for byte", "[gpu]")
 TEST_CASE("GPU capture() returns while its stream is still blocked; the batch comes later", "[gpu]")
 {
     const int rows = 64, v = 152064;
-    const auto h = random_logits(LogitDType::BF16, rows, v, v, 61);
+    const auto h = random_logits(LogitDType::bf16, rows, v, v, 61);
     const auto s = random_sampled(rows, v, 62);
     const DeviceStep step(h, s);
     int device = 0;
@@ -175,11 +175,11 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Collector c;
     SnapshotConfig cfg = config_for(rows, v);
-    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{step.logits.p, LogitDType::BF16, rows, v, v, device};
+    const LogitsView view{step.logits.p, LogitDType::bf16, rows, v, v, device};
     // Warm up (first launches load modules), then time.
-    REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::enqueued);
     REQUIRE(stage->drain(30s));
     std::vector<double> us;
     for (int i = 0; i < 5; ++i) {
@@ -189,7 +189,7 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
         const auto t0 = std::chrono::steady_clock::now();
         const auto r = stage->capture(view, step.ids(), meta, stream);
         const auto t1 = std::chrono::steady_clock::now();
-        REQUIRE(r == CaptureResult::Enqueued);
+        REQUIRE(r == CaptureResult::enqueued);
         REQUIRE(c.count() == before);  // not before the stream got there
         gate.release();
         us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
@@ -214,7 +214,7 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
 TEST_CASE("GPU full ring drops the step instead of waiting", "[gpu]")
 {
     const int rows = 8, v = 4096;
-    const auto h = random_logits(LogitDType::F32, rows, v, v, 71);
+    const auto h = random_logits(LogitDType::f32, rows, v, v, 71);
     const auto s = random_sampled(rows, v, 72);
     const DeviceStep step(h, s);
     int device = 0;
@@ -224,14 +224,14 @@ TEST_CASE("GPU full ring drops the step instead of waiting", "[gpu]")
     Collector c;
     SnapshotConfig cfg = config_for(rows, v);
     cfg.ring_slots = 2;
-    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{step.logits.p, LogitDType::F32, rows, v, v, device};
+    const LogitsView view{step.logits.p, LogitDType::f32, rows, v, v, device};
     Gate gate;  // the stream holds both slots until the third capture has returned
     CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
-    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
-    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
-    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Dropped);
+    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::enqueued);
+    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::enqueued);
+    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::dropped);
     gate.release();
     REQUIRE(stage->drain(30s));
     CHECK(!gate.timed_out);
@@ -248,7 +248,7 @@ TEST_CASE("GPU ties spread over every tile overflow the merge's shared-memory ca
     // lists its ~340 maxima (under its 512-candidate cap) and the merge gets far more than its
     // 2048 shared-memory slots: the global-memory argmax rounds.
     const int v = 152064;
-    for (LogitDType dt : {LogitDType::BF16, LogitDType::F32}) {
+    for (LogitDType dt : {LogitDType::bf16, LogitDType::f32}) {
         auto h = random_logits(dt, 3, v, v, 81, 0.5f);
         for (int r = 0; r < 3; ++r)
             for (int i = r; i < v; i += 12) h.set(r, i, 5.0f);
@@ -274,7 +274,7 @@ TEST_CASE("GPU candidate counts at the caps: 512 and 513 in one tile, 2048 and 2
         for (int j = 0; j < count; ++j) h.set(r, position(tile, j), top);
     };
     {
-        auto h = random_logits(LogitDType::F32, 2, 2048, 2048, 141, 0.5f);
+        auto h = random_logits(LogitDType::f32, 2, 2048, 2048, 141, 0.5f);
         spread(h, 0, 0, 512);
         spread(h, 1, 0, 513);
         // The best logit is the one thread 255 lists last: a tile that kept only 512 of its
@@ -284,7 +284,7 @@ TEST_CASE("GPU candidate counts at the caps: 512 and 513 in one tile, 2048 and 2
         run_and_compare(h, {4, 1020}, 1);
     }
     {
-        auto h = random_logits(LogitDType::F32, 2, 5 * 2048, 5 * 2048, 142, 0.5f);
+        auto h = random_logits(LogitDType::f32, 2, 5 * 2048, 5 * 2048, 142, 0.5f);
         for (int t = 0; t < 5; ++t) {
             spread(h, 0, t, t < 4 ? 410 : 408);  // 2048
             spread(h, 1, t, t < 4 ? 410 : 409);  // 2049
@@ -303,7 +303,7 @@ TEST_CASE("GPU tiles whose elements sit in only one or two warps, k up to 64", "
     // (one warp): the threshold's q = ceil(k / warps) reaches 32 and 64. Large rows first, so a
     // threshold left over from a previous block would be too high for the small rows after.
     for (int v : {500, 250}) {
-        HostLogits h(LogitDType::BF16, 8, v, v);
+        HostLogits h(LogitDType::bf16, 8, v, v);
         std::mt19937_64 rng(151);
         for (int r = 0; r < 8; ++r)
             for (int i = 0; i < v; ++i)

@@ -34,10 +34,10 @@ TEST_CASE("Emulated GPU: the same bits under every schedule seed", "[gpu][emulat
         int k;
     };
     std::vector<Case> cases;
-    cases.push_back({random_logits(LogitDType::BF16, 8, 152064, 152064, 91), random_sampled(8, 152064, 92), 20});
-    cases.push_back({random_logits(LogitDType::F16, 3, 4097, 4097 + 5, 93), random_sampled(3, 4097, 94), 64});
+    cases.push_back({random_logits(LogitDType::bf16, 8, 152064, 152064, 91), random_sampled(8, 152064, 92), 20});
+    cases.push_back({random_logits(LogitDType::f16, 3, 4097, 4097 + 5, 93), random_sampled(3, 4097, 94), 64});
     {
-        HostLogits t(LogitDType::F32, 2, 32000, 32000);
+        HostLogits t(LogitDType::f32, 2, 32000, 32000);
         std::mt19937_64 rng(95);
         for (int i = 0; i < 32000; ++i) {
             t.set(0, i, float(rng() % 3) * 0.5f);  // heavy ties: candidate slots race
@@ -65,7 +65,7 @@ TEST_CASE("Emulated GPU: plain rows take the fast path, 31 warp collectives per 
     // over 512 candidates) adds k rounds; the merge's fallback, a round per top-k entry. A
     // threshold that lets too many candidates through shows here, not in the results.
     const int rows = 4, v = 152064, k = 20;
-    const auto h = random_logits(LogitDType::BF16, rows, v, v, 161);
+    const auto h = random_logits(LogitDType::bf16, rows, v, v, 161);
     int sm = 0;
     CUDA_OK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0));
     const int tiles = (v / 8 + 256 * 2 - 1) / (256 * 2);  // 2-vector tiles: a small batch
@@ -79,7 +79,7 @@ TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never 
 {
     DeviceReset restore;
     const int rows = 4, v = 4096;
-    const auto h = random_logits(LogitDType::F32, rows, v, v, 101);
+    const auto h = random_logits(LogitDType::f32, rows, v, v, 101);
     const auto s = random_sampled(rows, v, 102);
     const DeviceStep step(h, s);
     Collector c;
@@ -88,11 +88,11 @@ TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never 
     // The stage's copy stream (made inside create()) holds its first host function: the copy
     // and its event complete, the completion callback does not come.
     jsonlw::emu::stall_new_streams(true, jsonlw::emu::StallAt::next_host_func);
-    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     jsonlw::emu::stall_new_streams(false);
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{step.logits.p, LogitDType::F32, rows, v, v, 0};
-    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
+    const LogitsView view{step.logits.p, LogitDType::f32, rows, v, v, 0};
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::enqueued);
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 1);
     CHECK(!c.failed[0]);
@@ -107,7 +107,7 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
 {
     DeviceReset restore;
     const int rows = 2, v = 4096;
-    const auto h = random_logits(LogitDType::F32, rows, v, v, 111);
+    const auto h = random_logits(LogitDType::f32, rows, v, v, 111);
     const auto s = random_sampled(rows, v, 112);
     void* short_logits = nullptr;  // one and a half rows of the two the view claims
     CUDA_OK(cudaMalloc(&short_logits, std::size_t(v) * 4 * 3 / 2));
@@ -116,9 +116,9 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
     Collector c;
     SnapshotConfig cfg = config_for(rows, v);
     cfg.watchdog = 50ms;
-    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{short_logits, LogitDType::F32, rows, v, v, 0};
+    const LogitsView view{short_logits, LogitDType::f32, rows, v, v, 0};
     (void)jsonlw::emu::take_kernel_report();
     // The kernel runs only after capture() returned (else its sticky error may reach one of
     // capture()'s own calls, which then fail the step themselves): the watchdog's case.
@@ -126,7 +126,7 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Gate gate;
     CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
-    REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::enqueued);
     gate.release();
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 1);
@@ -150,17 +150,17 @@ TEST_CASE("Emulated GPU: a refused launch fails that step alone; the next one is
 {
     DeviceReset restore;
     const int rows = 3, v = 1000;
-    const auto h = random_logits(LogitDType::BF16, rows, v, v, 121);
+    const auto h = random_logits(LogitDType::bf16, rows, v, v, 121);
     const auto s = random_sampled(rows, v, 122);
     const DeviceStep step(h, s);
     Collector c;
     SnapshotConfig cfg = config_for(rows, v);
-    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{step.logits.p, LogitDType::BF16, rows, v, v, 0};
+    const LogitsView view{step.logits.p, LogitDType::bf16, rows, v, v, 0};
     jsonlw::emu::fail_next_launch(cudaErrorLaunchOutOfResources);
-    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
-    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::Enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::enqueued);
+    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::enqueued);
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 2);
     CHECK(c.failed[0]);
@@ -178,14 +178,14 @@ TEST_CASE("Emulated GPU: a device allocation that fails makes create() throw, na
     cfg.max_vocab = 1000;
     jsonlw::emu::fail_allocation_after(1);  // partials succeed, candidates fail
     try {
-        (void)SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+        (void)SnapshotStage::create(cfg, Backend::cuda, c.sink());
         FAIL("create() succeeded");
     } catch (const std::runtime_error& e) {
         CHECK(std::string(e.what()) ==
-              "SnapshotStage::create: Backend::Cuda unavailable: cudaMalloc(candidates): "
+              "SnapshotStage::create: Backend::cuda unavailable: cudaMalloc(candidates): "
               "cudaErrorMemoryAllocation (out of memory)");
     }
-    // Backend::Auto never picks the emulated device.
-    auto cpu = SnapshotStage::create(cfg, Backend::Auto, c.sink());
-    CHECK(cpu->backend() == Backend::Cpu);
+    // Backend::automatic never picks the emulated device.
+    auto cpu = SnapshotStage::create(cfg, Backend::automatic, c.sink());
+    CHECK(cpu->backend() == Backend::cpu);
 }

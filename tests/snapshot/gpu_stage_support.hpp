@@ -52,9 +52,9 @@ struct HostLogits {
     void set(int r, int i, float x)
     {
         std::byte* p = bytes.data() + (std::size_t(r) * std::size_t(stride) + std::size_t(i)) * itemsize(dtype);
-        if (dtype == LogitDType::F32) {
+        if (dtype == LogitDType::f32) {
             std::memcpy(p, &x, 4);
-        } else if (dtype == LogitDType::BF16) {
+        } else if (dtype == LogitDType::bf16) {
             const std::uint16_t h = f32_to_bf16_trunc(x);
             std::memcpy(p, &h, 2);
         } else {
@@ -197,7 +197,7 @@ struct RunResult {
 // compares every row with reference_row, returns the GPU rows.
 inline RunResult run_and_compare(const HostLogits& h, const std::vector<std::int32_t>& sampled, int k,
                           std::size_t base_offset_elems = 0,
-                          FirstGenMode fg = FirstGenMode::Off, std::vector<RowMeta> meta = {})
+                          FirstGenMode fg = FirstGenMode::off, std::vector<RowMeta> meta = {})
 {
     const std::size_t es = itemsize(h.dtype);
     DeviceBuffer dl(h.bytes.size() + base_offset_elems * es);
@@ -215,14 +215,14 @@ inline RunResult run_and_compare(const HostLogits& h, const std::vector<std::int
     cfg.max_vocab = std::max(h.vocab, 1);
     cfg.first_gen = fg;
     cfg.max_first_gen_rows_per_step = std::max(h.rows, 1);
-    auto stage = SnapshotStage::create(cfg, Backend::Cuda, c.sink());
+    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     if (meta.empty()) {
         meta.resize(std::size_t(h.rows));
         for (int r = 0; r < h.rows; ++r) meta[std::size_t(r)] = RowMeta{std::uint64_t(r) + 7, 0, 1, 0};
     }
     const LogitsView v{base, h.dtype, h.rows, h.vocab, h.stride, device};
     REQUIRE(stage->capture(v, static_cast<const std::int32_t*>(ds.p), meta, nullptr) ==
-            CaptureResult::Enqueued);
+            CaptureResult::enqueued);
     REQUIRE(stage->drain(120s));  // generous: an emulated step of 512 rows on a loaded machine
     REQUIRE(c.count() == 1);
     REQUIRE(!c.failed[0]);

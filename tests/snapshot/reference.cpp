@@ -32,7 +32,7 @@ std::uint32_t bits_of(float f) { return std::bit_cast<std::uint32_t>(f); }
 // A row in an exactly sized heap block, so that ASan reports any read past its end.
 struct Row {
     std::unique_ptr<unsigned char[]> bytes;
-    LogitDType dtype = LogitDType::F32;
+    LogitDType dtype = LogitDType::f32;
     std::int32_t vocab = 0;
     std::vector<float> widened;  // what the row holds, as exact fp32
 
@@ -41,17 +41,17 @@ struct Row {
 
 // Encodes values as dtype. Values must be exactly representable (the tests choose them so);
 // the widened copy is taken from the encoded bits by an independent path.
-Row make_row(const std::vector<float>& values, LogitDType dtype = LogitDType::F32)
+Row make_row(const std::vector<float>& values, LogitDType dtype = LogitDType::f32)
 {
     Row r;
     r.dtype = dtype;
     r.vocab = static_cast<std::int32_t>(values.size());
     r.bytes.reset(new unsigned char[std::max<std::size_t>(values.size() * itemsize(dtype), 1)]);
     for (std::size_t i = 0; i < values.size(); ++i) {
-        if (dtype == LogitDType::F32) {
+        if (dtype == LogitDType::f32) {
             std::memcpy(r.bytes.get() + 4 * i, &values[i], 4);
             r.widened.push_back(values[i]);
-        } else if (dtype == LogitDType::BF16) {
+        } else if (dtype == LogitDType::bf16) {
             const auto h = static_cast<std::uint16_t>(bits_of(values[i]) >> 16);  // truncation
             std::memcpy(r.bytes.get() + 2 * i, &h, 2);
             r.widened.push_back(std::bit_cast<float>(std::uint32_t{h} << 16));
@@ -352,7 +352,7 @@ TEST_CASE("quantized rows of {0, 0.5, 1} match the brute force", "[snapshot][ref
 {
     std::mt19937_64 rng(5);
     std::uniform_int_distribution<int> q(0, 2);
-    for (const LogitDType dt : {LogitDType::F32, LogitDType::F16, LogitDType::BF16}) {
+    for (const LogitDType dt : {LogitDType::f32, LogitDType::f16, LogitDType::bf16}) {
         for (const std::int32_t V : {1, 31, 200, 4097}) {
             std::vector<float> x(V);
             for (auto& v : x) v = 0.5f * static_cast<float>(q(rng));
@@ -416,13 +416,13 @@ TEST_CASE("NaN payloads in fp16 and bf16 rows widen with their bits", "[snapshot
     std::memcpy(row.get(), h, 6);
     RowScratch scratch;
     TokenSnapshot s{};
-    reference_row(row.get(), LogitDType::F16, 3, 0, 3, s, scratch);
+    reference_row(row.get(), LogitDType::f16, 3, 0, 3, s, scratch);
     CHECK(s.nan_count == 2);
     CHECK(s.topk_ids[0] == 1);
     CHECK(bits_of(s.topk_logits[0]) == 0x7ff02000u);  // fp16 sNaN payload 0x381, not quieted
     CHECK(bits_of(s.topk_logits[1]) == 0xfff80000u);
     CHECK(s.topk_logits[2] == 1.0f);
-    reference_row(row.get(), LogitDType::BF16, 3, 0, 3, s, scratch);
+    reference_row(row.get(), LogitDType::bf16, 3, 0, 3, s, scratch);
     CHECK(s.nan_count == 2);
     CHECK(bits_of(s.topk_logits[0]) == 0x7f810000u);
     CHECK(bits_of(s.topk_logits[1]) == 0xffc00000u);
@@ -469,7 +469,7 @@ TEST_CASE("-inf entries are masked out of lse and get logprob -inf", "[snapshot]
 TEST_CASE("an all -inf row is fully masked with lse -inf and NaN logprobs",
           "[snapshot][reference]")
 {
-    for (const LogitDType dt : {LogitDType::F32, LogitDType::F16, LogitDType::BF16}) {
+    for (const LogitDType dt : {LogitDType::f32, LogitDType::f16, LogitDType::bf16}) {
         const Row r = make_row(std::vector<float>(130, -inf), dt);
         const TokenSnapshot s = run(r, 129, 4);
         CHECK(s.lse == -inf);
@@ -499,7 +499,7 @@ TEST_CASE("a sampled NaN token has a NaN logprob and its rank among the NaNs",
 TEST_CASE("an out-of-range sampled id is flagged and never read", "[snapshot][reference]")
 {
     // Exactly sized heap rows: under ASan a read at vocab or at -1 is a reported error.
-    for (const LogitDType dt : {LogitDType::F32, LogitDType::F16, LogitDType::BF16}) {
+    for (const LogitDType dt : {LogitDType::f32, LogitDType::f16, LogitDType::bf16}) {
         for (const std::int32_t V : {1, 3, 64, 67}) {
             std::vector<float> x(V);
             for (std::int32_t i = 0; i < V; ++i) x[i] = static_cast<float>(i % 5);
@@ -574,7 +574,7 @@ void for_each_property_row(Check&& check)
 {
     std::uint64_t seed = 1000;
     for (const Dist d : {Dist::Normal1, Dist::Normal5, Dist::Gumbel, Dist::Cauchy, Dist::Big}) {
-        for (const LogitDType dt : {LogitDType::F32, LogitDType::F16, LogitDType::BF16}) {
+        for (const LogitDType dt : {LogitDType::f32, LogitDType::f16, LogitDType::bf16}) {
             for (const std::int32_t V : {1, 31, 1000, 4097, 32000}) {
                 std::mt19937_64 rng(++seed);
                 const Row r = make_row(random_row(rng, d, V), dt);
@@ -650,7 +650,7 @@ TEST_CASE("the portable kernels match the brute force and, bit for bit, the AVX2
     std::mt19937_64 rng(19);
     for (const std::int32_t V : {1, 7, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 152064}) {
         std::vector<float> x = random_row(rng, Dist::Normal5, V);
-        for (const LogitDType dt : {LogitDType::F32, LogitDType::F16, LogitDType::BF16}) {
+        for (const LogitDType dt : {LogitDType::f32, LogitDType::f16, LogitDType::bf16}) {
             INFO("V=" << V << " " << dtype_name(dt));
             const Row plain = make_row(x, dt);
             for (const std::int32_t s :

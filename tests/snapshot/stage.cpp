@@ -56,7 +56,7 @@ void check_row_matches_reference(const TokenSnapshot& got, const Step& s, int r,
 {
     TokenSnapshot want{};
     RowScratch scratch;
-    reference_row(s.logits.data() + std::size_t(r) * std::size_t(s.vocab), LogitDType::F32, s.vocab,
+    reference_row(s.logits.data() + std::size_t(r) * std::size_t(s.vocab), LogitDType::f32, s.vocab,
                   s.sampled[std::size_t(r)], k, want, scratch);
     CHECK(got.request_id == s.meta[std::size_t(r)].request_id);
     CHECK(got.seq_index == s.meta[std::size_t(r)].seq_index);
@@ -82,11 +82,11 @@ TEST_CASE("the CPU stage delivers one batch per step, in order, equal to the ref
     Keeper keep;
     SnapshotConfig c = small_config();
     c.ring_slots = 4;
-    auto stage = SnapshotStage::create(c, Backend::Cpu, keep.sink());
-    REQUIRE(stage->backend() == Backend::Cpu);
+    auto stage = SnapshotStage::create(c, Backend::cpu, keep.sink());
+    REQUIRE(stage->backend() == Backend::cpu);
     const Step a(3, 1000, 1, 7), b(5, 1000, 2, 8);
-    REQUIRE(a.capture(*stage) == CaptureResult::Enqueued);
-    REQUIRE(b.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(a.capture(*stage) == CaptureResult::enqueued);
+    REQUIRE(b.capture(*stage) == CaptureResult::enqueued);
     REQUIRE(stage->drain(5s));
     REQUIRE(keep.size() == 2);
     CHECK(keep.batches[0].batch_seq == 0);
@@ -114,13 +114,13 @@ TEST_CASE("rows spread over the thread pool give the same bits as one thread", "
     SnapshotConfig c = small_config();
     c.k = 20;
     c.cpu_threads = 1;
-    auto a = SnapshotStage::create(c, Backend::Cpu, one.sink());
+    auto a = SnapshotStage::create(c, Backend::cpu, one.sink());
     c.cpu_threads = 4;
     c.cpu_parallel_min_rows = 2;
-    auto b = SnapshotStage::create(c, Backend::Cpu, many.sink());
+    auto b = SnapshotStage::create(c, Backend::cpu, many.sink());
     for (int i = 0; i < 2; ++i) {  // the pool is reused across steps
-        REQUIRE(s.capture(*a) == CaptureResult::Enqueued);
-        REQUIRE(s.capture(*b) == CaptureResult::Enqueued);
+        REQUIRE(s.capture(*a) == CaptureResult::enqueued);
+        REQUIRE(s.capture(*b) == CaptureResult::enqueued);
         REQUIRE(one.size() == 1);
         REQUIRE(many.size() == 1);
         const auto& x = one.batches.back().rows;
@@ -141,13 +141,13 @@ TEST_CASE("rows spread over the thread pool give the same bits as one thread", "
 TEST_CASE("a full ring drops the step with a count, and the next batch says how many were lost", "[snapshot][stage][backpressure]")
 {
     Keeper keep;
-    auto stage = SnapshotStage::create(small_config(), Backend::Cpu, keep.sink());
+    auto stage = SnapshotStage::create(small_config(), Backend::cpu, keep.sink());
     const Step s(4, 100, 3);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     // Both slots are leased by the keeper: the decode loop is not blocked, the step is dropped.
-    CHECK(s.capture(*stage) == CaptureResult::Dropped);
-    CHECK(s.capture(*stage) == CaptureResult::Dropped);
+    CHECK(s.capture(*stage) == CaptureResult::dropped);
+    CHECK(s.capture(*stage) == CaptureResult::dropped);
     SnapshotStats st = stage->stats();
     CHECK(st.dropped_steps == 2);
     CHECK(st.dropped_rows == 8);
@@ -155,9 +155,9 @@ TEST_CASE("a full ring drops the step with a count, and the next batch says how 
 
     // Slots come back only when a lease is dropped, oldest slot first (round robin).
     keep.batches[1].lease.release();
-    CHECK(s.capture(*stage) == CaptureResult::Dropped);  // slot 0 is next, still leased
+    CHECK(s.capture(*stage) == CaptureResult::dropped);  // slot 0 is next, still leased
     keep.batches[0] = SnapshotBatch{};                    // drops lease 0
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     REQUIRE(keep.size() == 3);
     CHECK(keep.batches[2].batch_seq == 2);
     CHECK(keep.batches[2].gap_before == 3);
@@ -216,11 +216,11 @@ TEST_CASE("a completion from another thread wakes a drain waiting off the loop",
 TEST_CASE("a sink that throws costs its batch only: counted, the slot freed", "[snapshot][stage][faults]")
 {
     int calls = 0;
-    auto stage = SnapshotStage::create(small_config(), Backend::Cpu, [&](SnapshotBatch&&) {
+    auto stage = SnapshotStage::create(small_config(), Backend::cpu, [&](SnapshotBatch&&) {
         if (++calls == 1) throw std::runtime_error("writer gone");
     });
     const Step s(2, 50, 4);
-    for (int i = 0; i < 5; ++i) REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    for (int i = 0; i < 5; ++i) REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     const SnapshotStats st = stage->stats();
     CHECK(st.sink_failures == 1);
     CHECK(st.delivered_batches == 5);
@@ -231,11 +231,11 @@ TEST_CASE("a sink that throws costs its batch only: counted, the slot freed", "[
 TEST_CASE("invalid arguments are refused with a reason and counted, never read", "[snapshot][stage][args]")
 {
     Keeper keep;
-    auto stage = SnapshotStage::create(small_config(), Backend::Cpu, keep.sink());
+    auto stage = SnapshotStage::create(small_config(), Backend::cpu, keep.sink());
     const Step s(2, 100, 5);
     const auto expect_invalid = [&](LogitsView v, const std::int32_t* ids, std::span<const RowMeta> meta,
                                     const char* why) {
-        CHECK(stage->capture(v, ids, meta) == CaptureResult::InvalidArgument);
+        CHECK(stage->capture(v, ids, meta) == CaptureResult::invalid_argument);
         CHECK(stage->stats().last_error.find(why) != std::string::npos);
     };
     LogitsView v = s.view();
@@ -261,7 +261,7 @@ TEST_CASE("invalid arguments are refused with a reason and counted, never read",
     expect_invalid(v, s.sampled.data(), s.meta, "vocab");
     CHECK(stage->stats().invalid_arguments == 8);
     CHECK(keep.size() == 0);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);  // nothing was consumed by them
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);  // nothing was consumed by them
     CHECK(keep.batches[0].batch_seq == 0);
     CHECK(keep.batches[0].gap_before == 0);
 }
@@ -272,26 +272,26 @@ TEST_CASE("a configuration out of range is refused when the stage is created", "
     for (int k : {0, 65, -1}) {
         SnapshotConfig c;
         c.k = k;
-        CHECK_THROWS_AS(SnapshotStage::create(c, Backend::Cpu, sink), std::invalid_argument);
+        CHECK_THROWS_AS(SnapshotStage::create(c, Backend::cpu, sink), std::invalid_argument);
     }
     SnapshotConfig c;
     c.ring_slots = 1;
-    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::Cpu, sink), std::invalid_argument);
-    CHECK_THROWS_AS(SnapshotStage::create(SnapshotConfig{}, Backend::Cpu, BatchSink{}),
+    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::cpu, sink), std::invalid_argument);
+    CHECK_THROWS_AS(SnapshotStage::create(SnapshotConfig{}, Backend::cpu, BatchSink{}),
                     std::invalid_argument);
     c = SnapshotConfig{};
     c.k = 64;
-    CHECK(SnapshotStage::create(c, Backend::Cpu, sink) != nullptr);
+    CHECK(SnapshotStage::create(c, Backend::cpu, sink) != nullptr);
 }
 
 TEST_CASE("first-gen rows are captured as whole rows in the configured format, the rest counted", "[snapshot][stage][first_gen]")
 {
     Keeper keep;
     SnapshotConfig c = small_config();
-    c.first_gen = FirstGenMode::Float16Compat;
+    c.first_gen = FirstGenMode::float16_compat;
     c.max_first_gen_rows_per_step = 1;
     c.ring_slots = 3;
-    auto stage = SnapshotStage::create(c, Backend::Cpu, keep.sink());
+    auto stage = SnapshotStage::create(c, Backend::cpu, keep.sink());
 
     // bf16 logits, with values that overflow fp16.
     const int V = 6;
@@ -300,20 +300,20 @@ TEST_CASE("first-gen rows are captured as whole rows in the configured format, t
                                        0x3f00, 0x3f00, 0x3f00, 0x3f00, 0x3f00, 0x3f00};
     std::vector<std::int32_t> sampled = {0, 1};
     std::vector<RowMeta> meta = {{7, 0, 0, RowMeta::first_gen}, {8, 0, 0, RowMeta::first_gen}};
-    const LogitsView v{bf16.data(), LogitDType::BF16, 2, V, V, -1};
-    REQUIRE(stage->capture(v, sampled.data(), meta) == CaptureResult::Enqueued);
+    const LogitsView v{bf16.data(), LogitDType::bf16, 2, V, V, -1};
+    REQUIRE(stage->capture(v, sampled.data(), meta) == CaptureResult::enqueued);
     REQUIRE(keep.size() == 1);
     const SnapshotBatch& b = keep.batches[0];
     REQUIRE(b.first_gen.size() == 1);  // the pool holds one row: the second is dropped
     CHECK(b.first_gen_dropped == 1);
     const FirstGenLogits& fg = b.first_gen[0];
     CHECK(fg.request_id == 7);
-    CHECK(std::string(fg.dtype) == "float16");
+    CHECK(fg.dtype == LogitDType::f16);
     CHECK(fg.shape[0] == 1);
     CHECK(fg.shape[1] == V);
     CHECK(fg.overflow_to_inf == 1);  // 65536 overflows; 65280 fits; inf was inf already
-    std::vector<std::byte> want(first_gen_item_bytes(c.first_gen, LogitDType::BF16, V));
-    CHECK(convert_first_gen_row(bf16.data(), LogitDType::BF16, V, c.first_gen, want.data()) == 1);
+    std::vector<std::byte> want(first_gen_item_bytes(c.first_gen, LogitDType::bf16, V));
+    CHECK(convert_first_gen_row(bf16.data(), LogitDType::bf16, V, c.first_gen, want.data()) == 1);
     REQUIRE(fg.bytes.size() == want.size());
     CHECK(std::memcmp(fg.bytes.data(), want.data(), want.size()) == 0);
     SnapshotStats st = stage->stats();
@@ -321,13 +321,13 @@ TEST_CASE("first-gen rows are captured as whole rows in the configured format, t
     CHECK(st.first_gen_dropped == 1);
     CHECK(st.first_gen_overflow_to_inf == 1);
 
-    // DropStep keeps records whole: a step whose first-gen rows do not fit is dropped.
-    c.backpressure = Backpressure::DropStep;
+    // drop_step keeps records whole: a step whose first-gen rows do not fit is dropped.
+    c.backpressure = Backpressure::drop_step;
     Keeper strict;
-    auto s2 = SnapshotStage::create(c, Backend::Cpu, strict.sink());
-    CHECK(s2->capture(v, sampled.data(), meta) == CaptureResult::Dropped);
+    auto s2 = SnapshotStage::create(c, Backend::cpu, strict.sink());
+    CHECK(s2->capture(v, sampled.data(), meta) == CaptureResult::dropped);
     meta[1].flags = 0;
-    CHECK(s2->capture(v, sampled.data(), meta) == CaptureResult::Enqueued);
+    CHECK(s2->capture(v, sampled.data(), meta) == CaptureResult::enqueued);
     REQUIRE(strict.size() == 1);
     CHECK(strict.batches[0].gap_before == 1);
     CHECK(strict.batches[0].first_gen.size() == 1);
@@ -338,8 +338,8 @@ TEST_CASE("a batch outlives its stage: its rows stay readable until the lease is
     Keeper keep;
     const Step s(3, 200, 6);
     {
-        auto stage = SnapshotStage::create(small_config(), Backend::Cpu, keep.sink());
-        REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+        auto stage = SnapshotStage::create(small_config(), Backend::cpu, keep.sink());
+        REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     }
     REQUIRE(keep.size() == 1);
     check_row_matches_reference(keep.batches[0].rows[2], s, 2, 5);  // ASan would see a use-after-free
@@ -353,22 +353,22 @@ TEST_CASE("the Asio bridge posts each batch once onto the writer's strand", "[sn
     std::vector<std::uint64_t> seqs;
     bool on_strand = true;
     auto stage = SnapshotStage::create(
-        small_config(), Backend::Cpu, post_batches(strand, [&](SnapshotBatch&& b) {
+        small_config(), Backend::cpu, post_batches(strand, [&](SnapshotBatch&& b) {
             on_strand = on_strand && strand.running_in_this_thread();
             seqs.push_back(b.batch_seq);
         }));
     const Step s(2, 64, 7);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     // Nothing ran on the capturing thread: the handlers wait for the loop, holding the slots.
     CHECK(seqs.empty());
-    CHECK(s.capture(*stage) == CaptureResult::Dropped);
+    CHECK(s.capture(*stage) == CaptureResult::dropped);
     const std::size_t handlers = io.poll();
     CHECK(handlers == 2);  // one post per batch
     CHECK(seqs == std::vector<std::uint64_t>{0, 1});
     CHECK(on_strand);
     CHECK(stage->stats().leased == 0);  // the handler dropped each batch: slots free
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     io.restart();  // poll() ran out of work and stopped the context
     CHECK(io.poll() == 1);
     CHECK(seqs.back() == 2);
@@ -378,17 +378,17 @@ TEST_CASE("batches posted to a loop that never runs them free their slots when i
 {
     Keeper none;
     auto io = std::make_unique<boost::asio::io_context>();
-    auto stage = SnapshotStage::create(small_config(), Backend::Cpu,
+    auto stage = SnapshotStage::create(small_config(), Backend::cpu,
                                        post_batches(io->get_executor(), [](SnapshotBatch&&) {}));
     const Step s(2, 64, 8);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     CHECK(stage->stats().leased == 2);
     io.reset();  // the pending handlers are destroyed, and with them the leases
     CHECK(stage->stats().leased == 0);
     // The stage's sink still posts to the dead loop's executor; make a new stage instead.
-    auto again = SnapshotStage::create(small_config(), Backend::Cpu, none.sink());
-    REQUIRE(s.capture(*again) == CaptureResult::Enqueued);
+    auto again = SnapshotStage::create(small_config(), Backend::cpu, none.sink());
+    REQUIRE(s.capture(*again) == CaptureResult::enqueued);
 }
 
 TEST_CASE("without a usable GPU, Auto picks the CPU and Cuda is refused with the reason", "[snapshot][backend]")
@@ -402,14 +402,14 @@ TEST_CASE("without a usable GPU, Auto picks the CPU and Cuda is refused with the
     CHECK(devices == 0);
     INFO("cudaGetDeviceCount error " << error);
     const auto sink = [](SnapshotBatch&&) {};
-    auto stage = SnapshotStage::create(SnapshotConfig{}, Backend::Auto, sink);
-    CHECK(stage->backend() == Backend::Cpu);
-    CHECK(stage->stats().backend == Backend::Cpu);
+    auto stage = SnapshotStage::create(SnapshotConfig{}, Backend::automatic, sink);
+    CHECK(stage->backend() == Backend::cpu);
+    CHECK(stage->stats().backend == Backend::cpu);
     try {
-        SnapshotStage::create(SnapshotConfig{}, Backend::Cuda, sink);
-        FAIL("Backend::Cuda was created without a device");
+        SnapshotStage::create(SnapshotConfig{}, Backend::cuda, sink);
+        FAIL("Backend::cuda was created without a device");
     } catch (const std::runtime_error& e) {
-        CHECK(std::string(e.what()).find("Backend::Cuda unavailable") != std::string::npos);
+        CHECK(std::string(e.what()).find("Backend::cuda unavailable") != std::string::npos);
     }
 }
 

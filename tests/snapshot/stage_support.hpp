@@ -38,7 +38,7 @@ struct Step {
     }
     jsonlw::snapshot::LogitsView view() const
     {
-        return jsonlw::snapshot::LogitsView{logits.data(), jsonlw::snapshot::LogitDType::F32, rows,
+        return jsonlw::snapshot::LogitsView{logits.data(), jsonlw::snapshot::LogitDType::f32, rows,
                                             vocab, vocab, -1};
     }
     jsonlw::snapshot::CaptureResult capture(jsonlw::snapshot::SnapshotStage& s) const

@@ -65,11 +65,11 @@ std::vector<int> nice_of_threads(const std::string& name)
 TEST_CASE("by default a full ring drops the step at once and nothing counts as a wait", "[snapshot][stage][wait]")
 {
     Keeper keep;
-    auto stage = SnapshotStage::create(two_slots(0us), Backend::Cpu, keep.sink());
+    auto stage = SnapshotStage::create(two_slots(0us), Backend::cpu, keep.sink());
     const Step s(4, 100, 1);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
-    CHECK(s.capture(*stage) == CaptureResult::Dropped);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
+    CHECK(s.capture(*stage) == CaptureResult::dropped);
     const SnapshotStats st = stage->stats();
     CHECK(st.dropped_steps == 1);
     CHECK(st.slot_waits == 0);
@@ -81,10 +81,10 @@ TEST_CASE("by default a full ring drops the step at once and nothing counts as a
 TEST_CASE("with a slot wait, a capture that finds the ring full waits for the slot a consumer releases and enqueues", "[snapshot][stage][wait][threads]")
 {
     Keeper keep;
-    auto stage = SnapshotStage::create(two_slots(std::chrono::seconds(10)), Backend::Cpu, keep.sink());
+    auto stage = SnapshotStage::create(two_slots(std::chrono::seconds(10)), Backend::cpu, keep.sink());
     const Step s(4, 100, 2);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
 
     // The consumer lets the oldest slot go only once the capture is seen waiting for it.
     std::thread consumer([&] {
@@ -93,7 +93,7 @@ TEST_CASE("with a slot wait, a capture that finds the ring full waits for the sl
     });
     const CaptureResult third = s.capture(*stage);
     consumer.join();
-    CHECK(third == CaptureResult::Enqueued);
+    CHECK(third == CaptureResult::enqueued);
     const SnapshotStats st = stage->stats();
     CHECK(st.captured_steps == 3);
     CHECK(st.dropped_steps == 0);
@@ -108,12 +108,12 @@ TEST_CASE("with a slot wait, a capture that finds the ring full waits for the sl
 TEST_CASE("with a slot wait and no release, the capture gives up after the wait, drops the step and counts the timeout", "[snapshot][stage][wait]")
 {
     Keeper keep;
-    auto stage = SnapshotStage::create(two_slots(30ms), Backend::Cpu, keep.sink());
+    auto stage = SnapshotStage::create(two_slots(30ms), Backend::cpu, keep.sink());
     const Step s(4, 100, 3);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
-    CHECK(s.capture(*stage) == CaptureResult::Dropped);
-    CHECK(s.capture(*stage) == CaptureResult::Dropped);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
+    CHECK(s.capture(*stage) == CaptureResult::dropped);
+    CHECK(s.capture(*stage) == CaptureResult::dropped);
     SnapshotStats st = stage->stats();
     CHECK(st.dropped_steps == 2);
     CHECK(st.dropped_rows == 8);
@@ -124,7 +124,7 @@ TEST_CASE("with a slot wait and no release, the capture gives up after the wait,
 
     // Once the slot is free, the next capture takes it without waiting, and says what was lost.
     keep.release(0);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     st = stage->stats();
     CHECK(st.slot_waits == 2);
     CHECK(keep.batches.back().gap_before == 2);
@@ -135,16 +135,16 @@ TEST_CASE("a slot wait out of range or a worker nice value out of range is refus
     const auto sink = [](SnapshotBatch&&) {};
     SnapshotConfig c;
     c.slot_wait = -1us;
-    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::Cpu, sink), std::invalid_argument);
+    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::cpu, sink), std::invalid_argument);
     c.slot_wait = std::chrono::seconds(11);
-    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::Cpu, sink), std::invalid_argument);
+    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::cpu, sink), std::invalid_argument);
     c.slot_wait = std::chrono::seconds(10);
-    CHECK(SnapshotStage::create(c, Backend::Cpu, sink) != nullptr);
+    CHECK(SnapshotStage::create(c, Backend::cpu, sink) != nullptr);
     c = SnapshotConfig{};
     c.cpu_worker_nice = 20;
-    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::Cpu, sink), std::invalid_argument);
+    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::cpu, sink), std::invalid_argument);
     c.cpu_worker_nice = -1;
-    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::Cpu, sink), std::invalid_argument);
+    CHECK_THROWS_AS(SnapshotStage::create(c, Backend::cpu, sink), std::invalid_argument);
 }
 
 TEST_CASE("the CPU backend's row workers are named and run at the configured nice above the process", "[snapshot][stage][threads]")
@@ -156,10 +156,10 @@ TEST_CASE("the CPU backend's row workers are named and run at the configured nic
     c.cpu_threads = 3;  // the capturing thread and two workers
     c.cpu_worker_nice = 7;
     Keeper keep;
-    auto stage = SnapshotStage::create(c, Backend::Cpu, keep.sink());
+    auto stage = SnapshotStage::create(c, Backend::cpu, keep.sink());
     // The workers set their name and priority when they start; a parallel step has them run.
     const Step s(16, 256, 4);
-    REQUIRE(s.capture(*stage) == CaptureResult::Enqueued);
+    REQUIRE(s.capture(*stage) == CaptureResult::enqueued);
     const int want = std::min(19, base + 7);
     REQUIRE(jsonlw_test::wait_until([&] {
         return nice_of_threads("jsonlw-rows-1") == std::vector<int>{want} &&

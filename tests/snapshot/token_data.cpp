@@ -82,7 +82,7 @@ TEST_CASE("a step the stage dropped leaves its tokens in the record with null pe
     config.ring_slots = 2;
     config.cpu_threads = 1;
     Keeper keep;  // holds the batches: the test plays a consumer that is two steps behind
-    auto stage = SnapshotStage::create(config, Backend::Cpu, keep.sink());
+    auto stage = SnapshotStage::create(config, Backend::cpu, keep.sink());
 
     std::mt19937_64 rng(7);
     std::normal_distribution<float> normal(0.f, 2.f);
@@ -100,7 +100,7 @@ TEST_CASE("a step the stage dropped leaves its tokens in the record with null pe
             send_token(writer, std::uint64_t(r), sampled[std::size_t(r)]);  // before capture
             tokens[std::uint64_t(r)].push_back(sampled[std::size_t(r)]);
         }
-        const LogitsView v{logits.data(), LogitDType::F32, rows, V, V, -1};
+        const LogitsView v{logits.data(), LogitDType::f32, rows, V, V, -1};
         results.push_back(stage->capture(v, sampled.data(), meta));
         if (step == 2) {
             // Steps 0 and 1 hold both slots: step 2 was dropped. Now the consumer catches up.
@@ -112,8 +112,8 @@ TEST_CASE("a step the stage dropped leaves its tokens in the record with null pe
             CHECK(stage->stats().leased == 0);  // released inside record_token_data
         }
     }
-    CHECK(results == std::vector<CaptureResult>{CaptureResult::Enqueued, CaptureResult::Enqueued,
-                                                CaptureResult::Dropped, CaptureResult::Enqueued});
+    CHECK(results == std::vector<CaptureResult>{CaptureResult::enqueued, CaptureResult::enqueued,
+                                                CaptureResult::dropped, CaptureResult::enqueued});
     REQUIRE(keep.batches.size() == 1);
     CHECK(keep.batches[0].gap_before == 1);
     for (const TokenSnapshot& row : keep.batches[0].rows) captured[row.request_id][row.step] = row;

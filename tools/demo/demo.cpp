@@ -200,7 +200,7 @@ private:
         sc.k = o.top_k;
         sc.max_rows = int(o.concurrency);
         sc.max_vocab = int(o.vocab);
-        sc.first_gen = snap::FirstGenMode::Float16Compat;
+        sc.first_gen = snap::FirstGenMode::float16_compat;
         sc.max_first_gen_rows_per_step = 8;
         sc.ring_slots = o.ring_slots;
         sc.slot_wait = std::chrono::milliseconds(o.stage_wait_ms);

@@ -111,7 +111,7 @@ void DemoEngine::run()
         step.produced = DemoClock::now();
         boost::asio::post(server_, [this, st = std::move(step)] { events_.step(st); });
         const snap::LogitsView view{logits.data(), o_.dtype, rows, V, V, -1};
-        if (stage_.capture(view, sampled.data(), meta) == snap::CaptureResult::Enqueued)
+        if (stage_.capture(view, sampled.data(), meta) == snap::CaptureResult::enqueued)
             ++enqueued;
         steps_.fetch_add(1, std::memory_order_relaxed);
         // Advance; finished requests leave the batch and tell the server.
@@ -128,12 +128,12 @@ void DemoEngine::run()
 
 void DemoEngine::store(std::byte* row, int i, float x) const noexcept
 {
-    if (o_.dtype == snap::LogitDType::F32) {
+    if (o_.dtype == snap::LogitDType::f32) {
         std::memcpy(row + std::size_t(i) * 4, &x, 4);
         return;
     }
     std::uint16_t h;
-    if (o_.dtype == snap::LogitDType::F16) {
+    if (o_.dtype == snap::LogitDType::f16) {
         h = snap::f32_to_f16_rne(x, nullptr);
     } else {
         std::uint32_t u;

@@ -53,9 +53,9 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
             o.out = std::string(v);
         } else if (a == "--backend") {
             if (!value(v)) return false;
-            if (v == "auto") o.backend = snapshot::Backend::Auto;
-            else if (v == "cpu") o.backend = snapshot::Backend::Cpu;
-            else if (v == "cuda") o.backend = snapshot::Backend::Cuda;
+            if (v == "auto") o.backend = snapshot::Backend::automatic;
+            else if (v == "cpu") o.backend = snapshot::Backend::cpu;
+            else if (v == "cuda") o.backend = snapshot::Backend::cuda;
             else return bad();
         } else if (a == "--tokens") {
             if (!value(v)) return false;
@@ -69,9 +69,9 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
             if (!number(v, o.top_k) || o.top_k < 1 || o.top_k > 64) return bad();
         } else if (a == "--dtype") {
             if (!value(v)) return false;
-            if (v == "f32" || v == "float32") o.dtype = snapshot::LogitDType::F32;
-            else if (v == "f16" || v == "float16") o.dtype = snapshot::LogitDType::F16;
-            else if (v == "bf16" || v == "bfloat16") o.dtype = snapshot::LogitDType::BF16;
+            if (v == "f32" || v == "float32") o.dtype = snapshot::LogitDType::f32;
+            else if (v == "f16" || v == "float16") o.dtype = snapshot::LogitDType::f16;
+            else if (v == "bf16" || v == "bfloat16") o.dtype = snapshot::LogitDType::bf16;
             else return bad();
         } else if (a == "--step-us") {
             if (!value(v)) return false;

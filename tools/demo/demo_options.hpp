@@ -18,11 +18,11 @@ struct DemoOptions {
     std::uint32_t vocab = 32000;       // --vocab V
     std::uint64_t seed = 1;            // --seed S: same seed, same tokens and lengths
     std::filesystem::path out = "jsonlw-out";  // --out DIR
-    snapshot::Backend backend = snapshot::Backend::Auto;  // --backend auto|cpu|cuda
+    snapshot::Backend backend = snapshot::Backend::automatic;  // --backend auto|cpu|cuda
     std::uint32_t min_tokens = 8;      // --tokens MIN-MAX: output length, uniform
     std::uint32_t max_tokens = 64;
     int top_k = 5;                     // --top-k K: alternatives recorded per token
-    snapshot::LogitDType dtype = snapshot::LogitDType::BF16;  // --dtype f32|f16|bf16
+    snapshot::LogitDType dtype = snapshot::LogitDType::bf16;  // --dtype f32|f16|bf16
     std::uint32_t step_us = 1000;      // --step-us U: the model's forward pass per decode step
     std::uint32_t first_gen_every = 10;  // --first-gen-every N: whole first-token rows of every
                                          // Nth request (0: none)

@@ -175,7 +175,7 @@ public:
         const FirstGenPlan fg = plan_first_gen(config_, v, meta, ring_->layout());
         const std::size_t item = fg.item;
         const int fg_rows = fg.rows;
-        if (fg.dropped && config_.backpressure == Backpressure::DropStep)
+        if (fg.dropped && config_.backpressure == Backpressure::drop_step)
             return counters_.drop(*ring_, v.rows);
 
         const int slot = acquire_slot(*ring_, config_, counters_);
@@ -196,7 +196,7 @@ public:
         std::vector<std::int32_t>& fg_src = fg_src_;  // reused, no allocation once grown
         fg_src.clear();
         if (fg_rows) {
-            const char* dtype = first_gen_dtype(config_.first_gen, v.dtype);
+            const LogitDType dtype = first_gen_stored_dtype(config_.first_gen, v.dtype);
             int i = 0;
             for (int r = 0; r < v.rows && i < fg_rows; ++r) {
                 const RowMeta& m = meta[std::size_t(r)];
@@ -318,7 +318,7 @@ public:
 
         counters_.captured(v.rows, fg);
         ring_->commit(slot, v.rows, fg.rows, fg.dropped, t0);
-        if (e == cudaSuccess && config_.completion == CompletionMode::HostFunc)
+        if (e == cudaSuccess && config_.completion == CompletionMode::host_func)
             step(cudaLaunchHostFunc(copy_stream_, on_slot_copied, &ds.ctx), "cudaLaunchHostFunc");
         if (e != cudaSuccess) {
             // Nothing more goes to this slot: deliver it as failed now.
@@ -326,8 +326,8 @@ public:
             counters_.set_error(cuda_error_text(what, e));
             ring_->complete(slot, true);
         }
-        if (config_.completion == CompletionMode::Poll) watch_cv_.notify_one();
-        return CaptureResult::Enqueued;
+        if (config_.completion == CompletionMode::poll) watch_cv_.notify_one();
+        return CaptureResult::enqueued;
     }
 
     bool drain(std::chrono::milliseconds timeout) override
@@ -338,9 +338,9 @@ public:
     // slow_path_rows and first_gen_overflow_to_inf stay 0 here: counting them would take a pass
     // over the delivered rows on the sink's thread; each row's status_flags and each
     // FirstGenLogits::overflow_to_inf carry them instead.
-    SnapshotStats stats() const override { return counters_.stats(Backend::Cuda, *ring_); }
+    SnapshotStats stats() const override { return counters_.stats(Backend::cuda, *ring_); }
 
-    Backend backend() const noexcept override { return Backend::Cuda; }
+    Backend backend() const noexcept override { return Backend::cuda; }
     const SnapshotConfig& config() const noexcept override { return config_; }
 
 private:
@@ -364,12 +364,12 @@ private:
         return nullptr;
     }
 
-    // The watchdog (HostFunc mode: the oldest enqueued slot once overdue, every watchdog/4)
+    // The watchdog (host_func mode: the oldest enqueued slot once overdue, every watchdog/4)
     // or the poller (Poll mode: every enqueued slot in order, every millisecond).
     void watch()
     {
         (void)cudaSetDevice(device_);
-        const bool poll = config_.completion == CompletionMode::Poll;
+        const bool poll = config_.completion == CompletionMode::poll;
         const auto period = poll ? std::chrono::milliseconds(1)
                                  : std::max(std::chrono::milliseconds(1), config_.watchdog / 4);
         const int n = config_.ring_slots;

@@ -56,9 +56,9 @@ __device__ __forceinline__ std::uint16_t f32_to_f16_rne(float x, bool& overflow)
 // Element i of a row, widened exactly (NaN payloads kept, as the CPU does).
 __device__ __forceinline__ float load_exact(const char* row, LogitDType dt, std::int64_t i)
 {
-    if (dt == LogitDType::F32) return *reinterpret_cast<const float*>(row + i * 4);
+    if (dt == LogitDType::f32) return *reinterpret_cast<const float*>(row + i * 4);
     const std::uint32_t h = *reinterpret_cast<const std::uint16_t*>(row + i * 2);
-    return dt == LogitDType::BF16 ? __uint_as_float(h << 16) : f16_bits_to_f32(h);
+    return dt == LogitDType::bf16 ? __uint_as_float(h << 16) : f16_bits_to_f32(h);
 }
 
 __device__ __forceinline__ float ex2_approx(float x)
@@ -79,14 +79,14 @@ __device__ __forceinline__ float ex2_approx(float x)
 template <LogitDType DT>
 struct Vec;
 template <>
-struct Vec<LogitDType::F32> {
+struct Vec<LogitDType::f32> {
     static constexpr int n = 4;
     static constexpr int bytes = 4;
     static constexpr std::uint32_t neg_inf_word = 0xff800000u;
     __device__ static float get(std::uint32_t w, int /*half*/) { return __uint_as_float(w); }
 };
 template <>
-struct Vec<LogitDType::BF16> {
+struct Vec<LogitDType::bf16> {
     static constexpr int n = 8;
     static constexpr int bytes = 2;
     static constexpr std::uint32_t neg_inf_word = 0xff80ff80u;
@@ -96,7 +96,7 @@ struct Vec<LogitDType::BF16> {
     }
 };
 template <>
-struct Vec<LogitDType::F16> {
+struct Vec<LogitDType::f16> {
     static constexpr int n = 8;
     static constexpr int bytes = 2;
     static constexpr std::uint32_t neg_inf_word = 0xfc00fc00u;
@@ -422,7 +422,7 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
     const TilePartial* P = a.partials + std::size_t(row) * tiles;
     const std::uint64_t* C = a.candidates + std::size_t(row) * tiles * kCap;
     const char* rowp = static_cast<const char*>(a.logits) +
-                       std::int64_t(row) * a.row_stride * (a.dtype == LogitDType::F32 ? 4 : 2);
+                       std::int64_t(row) * a.row_stride * (a.dtype == LogitDType::f32 ? 4 : 2);
 
     if (t == 0) {  // tile order, one thread: the same bits every launch
         float m = -INFINITY;
@@ -564,12 +564,12 @@ __global__ void __launch_bounds__(kThreads) first_gen_kernel(FirstGenArgs a)
     const int i = blockIdx.x;
     const int n = a.vocab;
     const char* row = static_cast<const char*>(a.logits) +
-                      std::int64_t(a.rows[i]) * a.row_stride * (a.dtype == LogitDType::F32 ? 4 : 2);
+                      std::int64_t(a.rows[i]) * a.row_stride * (a.dtype == LogitDType::f32 ? 4 : 2);
     std::byte* out = a.out + a.offsets[i];
-    // What convert_first_gen_row stores (first_gen.cpp): Float32Exact widens; Float16Compat
+    // What convert_first_gen_row stores (first_gen.cpp): float32_exact widens; float16_compat
     // turns bf16 into fp16; everything else is the source bytes.
-    const bool widen = a.mode == FirstGenMode::Float32Exact && a.dtype != LogitDType::F32;
-    const bool narrow = a.mode == FirstGenMode::Float16Compat && a.dtype == LogitDType::BF16;
+    const bool widen = a.mode == FirstGenMode::float32_exact && a.dtype != LogitDType::f32;
+    const bool narrow = a.mode == FirstGenMode::float16_compat && a.dtype == LogitDType::bf16;
     std::uint32_t overflows = 0;
     if (widen) {
         auto* o = reinterpret_cast<float*>(out);
@@ -582,7 +582,7 @@ __global__ void __launch_bounds__(kThreads) first_gen_kernel(FirstGenArgs a)
             o[j] = f32_to_f16_rne(__uint_as_float(std::uint32_t{in[j]} << 16), of);
             overflows += of;
         }
-    } else if (a.dtype == LogitDType::F32) {
+    } else if (a.dtype == LogitDType::f32) {
         auto* o = reinterpret_cast<std::uint32_t*>(out);
         const auto* in = reinterpret_cast<const std::uint32_t*>(row);
         for (int j = threadIdx.x; j < n; j += kThreads) o[j] = in[j];
@@ -595,7 +595,7 @@ __global__ void __launch_bounds__(kThreads) first_gen_kernel(FirstGenArgs a)
     if (threadIdx.x == 0) a.overflow[i] = overflows;
 }
 
-int vector_elems(LogitDType dt) { return dt == LogitDType::F32 ? 4 : 8; }
+int vector_elems(LogitDType dt) { return dt == LogitDType::f32 ? 4 : 8; }
 
 int tiles_for(LogitDType dt, std::int32_t vocab, int vectors)
 {
@@ -633,7 +633,7 @@ std::size_t max_tile_rows(std::int32_t max_rows, std::int32_t max_vocab, int sm_
 {
     // Large plans: at most max_rows x tiles of the smallest tile (fp32). Small plans (2 vectors)
     // have rows x tiles8 < 2 * sm_count and tiles2 <= 4 * tiles8.
-    const std::size_t large = std::size_t(max_rows) * std::size_t(tiles_for(LogitDType::F32, max_vocab, 8));
+    const std::size_t large = std::size_t(max_rows) * std::size_t(tiles_for(LogitDType::f32, max_vocab, 8));
     const std::size_t small = 8 * std::size_t(sm_count > 0 ? sm_count : 1);
     return large > small ? large : small;
 }
@@ -642,9 +642,9 @@ cudaError_t launch_partial(const StepArgs& a, const StepPlan& p, cudaStream_t st
 {
     if (a.rows <= 0) return cudaSuccess;
     switch (a.dtype) {
-    case LogitDType::F32: return launch_partial_dt<LogitDType::F32>(a, p, st);
-    case LogitDType::F16: return launch_partial_dt<LogitDType::F16>(a, p, st);
-    case LogitDType::BF16: return launch_partial_dt<LogitDType::BF16>(a, p, st);
+    case LogitDType::f32: return launch_partial_dt<LogitDType::f32>(a, p, st);
+    case LogitDType::f16: return launch_partial_dt<LogitDType::f16>(a, p, st);
+    case LogitDType::bf16: return launch_partial_dt<LogitDType::bf16>(a, p, st);
     }
     return cudaErrorInvalidValue;
 }

@@ -53,7 +53,7 @@ std::size_t max_tile_rows(std::int32_t max_rows, std::int32_t max_vocab, int sm_
 
 struct StepArgs {
     const void* logits = nullptr;
-    LogitDType dtype = LogitDType::F32;
+    LogitDType dtype = LogitDType::f32;
     std::int32_t rows = 0;
     std::int32_t vocab = 0;
     std::int64_t row_stride = 0;        // elements
@@ -76,10 +76,10 @@ cudaError_t launch_merge(const StepArgs& args, const StepPlan& plan, cudaStream_
 inline constexpr int first_gen_per_launch = 32;
 struct FirstGenArgs {
     const void* logits = nullptr;
-    LogitDType dtype = LogitDType::F32;
+    LogitDType dtype = LogitDType::f32;
     std::int32_t vocab = 0;
     std::int64_t row_stride = 0;
-    FirstGenMode mode = FirstGenMode::Float16Compat;
+    FirstGenMode mode = FirstGenMode::float16_compat;
     std::byte* out = nullptr;          // device
     std::uint32_t* overflow = nullptr;  // device, count entries
     int count = 0;                      // <= first_gen_per_launch

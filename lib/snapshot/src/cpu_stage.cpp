@@ -185,7 +185,7 @@ public:
         if (const char* why = check_capture(config_, v, sampled, meta)) return counters_.invalid(why);
 
         const FirstGenPlan fg = plan_first_gen(config_, v, meta, ring_->layout());
-        if (fg.dropped && config_.backpressure == Backpressure::DropStep)
+        if (fg.dropped && config_.backpressure == Backpressure::drop_step)
             return counters_.drop(*ring_, v.rows);
 
         const int slot = acquire_slot(*ring_, config_, counters_);
@@ -224,7 +224,7 @@ public:
                 f.request_id = m.request_id;
                 f.seq_index = m.seq_index;
                 f.step = m.step;
-                f.dtype = first_gen_dtype(config_.first_gen, v.dtype);
+                f.dtype = first_gen_stored_dtype(config_.first_gen, v.dtype);
                 f.shape[0] = 1;
                 f.shape[1] = v.vocab;
                 f.overflow_to_inf = convert_first_gen_row(row, v.dtype, v.vocab, config_.first_gen, out);
@@ -239,7 +239,7 @@ public:
         counters_.first_gen_overflow(overflow);
         ring_->commit(slot, v.rows, fg.rows, fg.dropped, t0);
         ring_->complete(slot, false);
-        return CaptureResult::Enqueued;
+        return CaptureResult::enqueued;
     }
 
     bool drain(std::chrono::milliseconds timeout) override
@@ -247,9 +247,9 @@ public:
         return ring_->wait_delivered(std::chrono::steady_clock::now() + timeout);
     }
 
-    SnapshotStats stats() const override { return counters_.stats(Backend::Cpu, *ring_); }
+    SnapshotStats stats() const override { return counters_.stats(Backend::cpu, *ring_); }
 
-    Backend backend() const noexcept override { return Backend::Cpu; }
+    Backend backend() const noexcept override { return Backend::cpu; }
     const SnapshotConfig& config() const noexcept override { return config_; }
 
 private:

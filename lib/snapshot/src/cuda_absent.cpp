@@ -1,5 +1,5 @@
 // Built instead of the CUDA backend when nvcc was not found or -Dcuda=disabled: no device is
-// ever usable, so Backend::Auto is the CPU and Backend::Cuda is refused with a reason.
+// ever usable, so Backend::automatic is the CPU and Backend::cuda is refused with a reason.
 #include "backends.hpp"
 
 #include <string>

@@ -31,11 +31,11 @@ JSONLW_AVX2 inline void prefetch(const unsigned char* p) noexcept
 template <LogitDType dt>
 JSONLW_AVX2 inline __m256 load(const unsigned char* p, std::int64_t i) noexcept
 {
-    if constexpr (dt == LogitDType::F32) {
+    if constexpr (dt == LogitDType::f32) {
         return _mm256_loadu_ps(reinterpret_cast<const float*>(p + 4 * i));
     } else {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
-        if constexpr (dt == LogitDType::BF16)
+        if constexpr (dt == LogitDType::bf16)
             return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
         else
             return _mm256_cvtph_ps(h);
@@ -47,14 +47,14 @@ JSONLW_AVX2 inline __m256 load(const unsigned char* p, std::int64_t i) noexcept
 template <LogitDType dt>
 JSONLW_AVX2 inline __m256 load_part(const unsigned char* p, std::int64_t i, int c) noexcept
 {
-    constexpr std::size_t size = dt == LogitDType::F32 ? 4 : 2;
+    constexpr std::size_t size = dt == LogitDType::f32 ? 4 : 2;
     alignas(32) unsigned char buf[W * 4];
     for (int l = 0; l < W; ++l) {
-        if constexpr (dt == LogitDType::F32) {
+        if constexpr (dt == LogitDType::f32) {
             const std::uint32_t v = 0xff800000u;
             std::memcpy(buf + 4 * l, &v, 4);
         } else {
-            const std::uint16_t v = dt == LogitDType::BF16 ? 0xff80u : 0xfc00u;
+            const std::uint16_t v = dt == LogitDType::bf16 ? 0xff80u : 0xfc00u;
             std::memcpy(buf + 2 * l, &v, 2);
         }
     }
@@ -147,7 +147,7 @@ JSONLW_AVX2 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std::i
         const std::int32_t c = n - j0 < fast_sub ? n - j0 : fast_sub;
         __m256 vm = neg_inf;
         if (mode != RankMode::mixed && c == fast_sub) {
-            if constexpr (dt == LogitDType::BF16) {
+            if constexpr (dt == LogitDType::bf16) {
                 const __m256i hi = _mm256_set1_epi32(std::int32_t(0xffff0000u));
                 for (int u = 0; u < fast_sub; u += 2 * W) {
                     if (u % (4 * W) == 0) prefetch(a.p + 2 * (i0 + u));
@@ -164,7 +164,7 @@ JSONLW_AVX2 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std::i
                     s[acc + 1] = _mm256_add_ps(s[acc + 1], exp_rel(x1, mo));
                 }
             } else {
-                constexpr std::size_t size = dt == LogitDType::F32 ? 4 : 2;
+                constexpr std::size_t size = dt == LogitDType::f32 ? 4 : 2;
                 for (int u = 0; u < fast_sub; u += 4 * W) {
                     prefetch(a.p + size * std::size_t(i0 + u));
                     if constexpr (size == 4) prefetch(a.p + size * std::size_t(i0 + u + 2 * W));
@@ -322,9 +322,9 @@ JSONLW_AVX2 double read_all(const unsigned char* p, std::int32_t vocab) noexcept
 JSONLW_AVX2 bool fast_row_avx2(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept
 {
     switch (dtype) {
-    case LogitDType::F32: return row<LogitDType::F32>(a, st);
-    case LogitDType::F16: return row<LogitDType::F16>(a, st);
-    default: return row<LogitDType::BF16>(a, st);
+    case LogitDType::f32: return row<LogitDType::f32>(a, st);
+    case LogitDType::f16: return row<LogitDType::f16>(a, st);
+    default: return row<LogitDType::bf16>(a, st);
     }
 }
 
@@ -332,9 +332,9 @@ JSONLW_AVX2 double read_pass_avx2(const unsigned char* p, LogitDType dtype,
                                   std::int32_t vocab) noexcept
 {
     switch (dtype) {
-    case LogitDType::F32: return read_all<LogitDType::F32>(p, vocab);
-    case LogitDType::F16: return read_all<LogitDType::F16>(p, vocab);
-    default: return read_all<LogitDType::BF16>(p, vocab);
+    case LogitDType::f32: return read_all<LogitDType::f32>(p, vocab);
+    case LogitDType::f16: return read_all<LogitDType::f16>(p, vocab);
+    default: return read_all<LogitDType::bf16>(p, vocab);
     }
 }
 
@@ -345,9 +345,9 @@ JSONLW_AVX2 double exp_pass_avx2(const unsigned char* p, LogitDType dtype, std::
     for (std::int32_t base = 0; base < vocab; base += fast_block) {
         const std::int32_t n = vocab - base < fast_block ? vocab - base : fast_block;
         switch (dtype) {
-        case LogitDType::F32: s += exp_sum<LogitDType::F32>(p, base, n, m); break;
-        case LogitDType::F16: s += exp_sum<LogitDType::F16>(p, base, n, m); break;
-        default: s += exp_sum<LogitDType::BF16>(p, base, n, m); break;
+        case LogitDType::f32: s += exp_sum<LogitDType::f32>(p, base, n, m); break;
+        case LogitDType::f16: s += exp_sum<LogitDType::f16>(p, base, n, m); break;
+        default: s += exp_sum<LogitDType::bf16>(p, base, n, m); break;
         }
     }
     return s;

@@ -51,11 +51,11 @@ JSONLW_AVX512 inline void prefetch(const unsigned char* p) noexcept
 template <LogitDType dt>
 JSONLW_AVX512 inline __m512 load(const unsigned char* p, std::int64_t i) noexcept
 {
-    if constexpr (dt == LogitDType::F32) {
+    if constexpr (dt == LogitDType::f32) {
         return _mm512_loadu_ps(p + 4 * i);
     } else {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i));
-        if constexpr (dt == LogitDType::BF16)
+        if constexpr (dt == LogitDType::bf16)
             return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
         else
             return _mm512_cvtph_ps(h);
@@ -68,12 +68,12 @@ template <LogitDType dt>
 JSONLW_AVX512 inline __m512 load_part(const unsigned char* p, std::int64_t i,
                                       __mmask16 valid) noexcept
 {
-    if constexpr (dt == LogitDType::F32) {
+    if constexpr (dt == LogitDType::f32) {
         return _mm512_mask_loadu_ps(_mm512_set1_ps(LseState::neg_inf), valid, p + 4 * i);
     } else {
-        constexpr short neg_inf = dt == LogitDType::BF16 ? short(0xff80) : short(0xfc00);
+        constexpr short neg_inf = dt == LogitDType::bf16 ? short(0xff80) : short(0xfc00);
         const __m256i h = _mm256_mask_loadu_epi16(_mm256_set1_epi16(neg_inf), valid, p + 2 * i);
-        if constexpr (dt == LogitDType::BF16)
+        if constexpr (dt == LogitDType::bf16)
             return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
         else
             return _mm512_cvtph_ps(h);
@@ -170,7 +170,7 @@ JSONLW_AVX512 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std:
         const std::int32_t c = n - j0 < fast_sub ? n - j0 : fast_sub;
         __m512 vm = neg_inf;
         if (mode != RankMode::mixed && c == fast_sub) {
-            if constexpr (dt == LogitDType::BF16) {
+            if constexpr (dt == LogitDType::bf16) {
                 const __m512i hi = _mm512_set1_epi32(std::int32_t(0xffff0000u));
                 for (int u = 0; u < fast_sub; u += 2 * W) {
                     prefetch(a.p + 2 * (i0 + u));
@@ -185,7 +185,7 @@ JSONLW_AVX512 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std:
                     s1 = _mm512_add_ps(s1, exp_rel(x1, mo));
                 }
             } else {
-                constexpr std::size_t size = dt == LogitDType::F32 ? 4 : 2;
+                constexpr std::size_t size = dt == LogitDType::f32 ? 4 : 2;
                 for (int u = 0; u < fast_sub; u += 2 * W) {
                     prefetch(a.p + size * std::size_t(i0 + u));
                     if constexpr (size == 4) prefetch(a.p + size * std::size_t(i0 + u + W));
@@ -334,9 +334,9 @@ JSONLW_AVX512 bool fast_row_avx512(LogitDType dtype, const FastRowArgs& a,
                                    FastRowState& st) noexcept
 {
     switch (dtype) {
-    case LogitDType::F32: return row<LogitDType::F32>(a, st);
-    case LogitDType::F16: return row<LogitDType::F16>(a, st);
-    default: return row<LogitDType::BF16>(a, st);
+    case LogitDType::f32: return row<LogitDType::f32>(a, st);
+    case LogitDType::f16: return row<LogitDType::f16>(a, st);
+    default: return row<LogitDType::bf16>(a, st);
     }
 }
 
@@ -344,9 +344,9 @@ JSONLW_AVX512 double read_pass_avx512(const unsigned char* p, LogitDType dtype,
                                       std::int32_t vocab) noexcept
 {
     switch (dtype) {
-    case LogitDType::F32: return read_all<LogitDType::F32>(p, vocab);
-    case LogitDType::F16: return read_all<LogitDType::F16>(p, vocab);
-    default: return read_all<LogitDType::BF16>(p, vocab);
+    case LogitDType::f32: return read_all<LogitDType::f32>(p, vocab);
+    case LogitDType::f16: return read_all<LogitDType::f16>(p, vocab);
+    default: return read_all<LogitDType::bf16>(p, vocab);
     }
 }
 
@@ -357,9 +357,9 @@ JSONLW_AVX512 double exp_pass_avx512(const unsigned char* p, LogitDType dtype, s
     for (std::int32_t base = 0; base < vocab; base += fast_block) {
         const std::int32_t n = vocab - base < fast_block ? vocab - base : fast_block;
         switch (dtype) {
-        case LogitDType::F32: s += exp_sum<LogitDType::F32>(p, base, n, m); break;
-        case LogitDType::F16: s += exp_sum<LogitDType::F16>(p, base, n, m); break;
-        default: s += exp_sum<LogitDType::BF16>(p, base, n, m); break;
+        case LogitDType::f32: s += exp_sum<LogitDType::f32>(p, base, n, m); break;
+        case LogitDType::f16: s += exp_sum<LogitDType::f16>(p, base, n, m); break;
+        default: s += exp_sum<LogitDType::bf16>(p, base, n, m); break;
         }
     }
     return s;

@@ -31,14 +31,14 @@ inline To vbits(const From& v) noexcept
 template <LogitDType dt>
 inline float load1(const unsigned char* p, std::int64_t i) noexcept
 {
-    if constexpr (dt == LogitDType::F32) {
+    if constexpr (dt == LogitDType::f32) {
         float f;
         std::memcpy(&f, p + 4 * i, 4);
         return f;
     } else {
         std::uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
-        if constexpr (dt == LogitDType::BF16) return bits_f32(std::uint32_t{h} << 16);
+        if constexpr (dt == LogitDType::bf16) return bits_f32(std::uint32_t{h} << 16);
         else return f16_to_f32_bits(h);
     }
 }
@@ -47,7 +47,7 @@ inline float load1(const unsigned char* p, std::int64_t i) noexcept
 template <LogitDType dt>
 inline int widen(const unsigned char* p, std::int64_t i, int c, float* buf) noexcept
 {
-    if constexpr (dt == LogitDType::F32) {
+    if constexpr (dt == LogitDType::f32) {
         std::memcpy(buf, p + 4 * i, std::size_t(c) * 4);
     } else {
         for (int l = 0; l < c; ++l) buf[l] = load1<dt>(p, i + l);
@@ -199,18 +199,18 @@ double read_all(const unsigned char* p, std::int32_t vocab) noexcept
 bool fast_row_scalar(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept
 {
     switch (dtype) {
-    case LogitDType::F32: return row<LogitDType::F32>(a, st);
-    case LogitDType::F16: return row<LogitDType::F16>(a, st);
-    default: return row<LogitDType::BF16>(a, st);
+    case LogitDType::f32: return row<LogitDType::f32>(a, st);
+    case LogitDType::f16: return row<LogitDType::f16>(a, st);
+    default: return row<LogitDType::bf16>(a, st);
     }
 }
 
 double read_pass_scalar(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept
 {
     switch (dtype) {
-    case LogitDType::F32: return read_all<LogitDType::F32>(p, vocab);
-    case LogitDType::F16: return read_all<LogitDType::F16>(p, vocab);
-    default: return read_all<LogitDType::BF16>(p, vocab);
+    case LogitDType::f32: return read_all<LogitDType::f32>(p, vocab);
+    case LogitDType::f16: return read_all<LogitDType::f16>(p, vocab);
+    default: return read_all<LogitDType::bf16>(p, vocab);
     }
 }
 
@@ -221,9 +221,9 @@ double exp_pass_scalar(const unsigned char* p, LogitDType dtype, std::int32_t vo
     for (std::int32_t base = 0; base < vocab; base += fast_block) {
         const std::int32_t n = vocab - base < fast_block ? vocab - base : fast_block;
         switch (dtype) {
-        case LogitDType::F32: s += exp_sum<LogitDType::F32>(p, base, n, m); break;
-        case LogitDType::F16: s += exp_sum<LogitDType::F16>(p, base, n, m); break;
-        default: s += exp_sum<LogitDType::BF16>(p, base, n, m); break;
+        case LogitDType::f32: s += exp_sum<LogitDType::f32>(p, base, n, m); break;
+        case LogitDType::f16: s += exp_sum<LogitDType::f16>(p, base, n, m); break;
+        default: s += exp_sum<LogitDType::bf16>(p, base, n, m); break;
         }
     }
     return s;

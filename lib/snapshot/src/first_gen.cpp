@@ -21,12 +21,12 @@ static_assert(std::endian::native == std::endian::little,
 LogitDType first_gen_stored_dtype(FirstGenMode mode, LogitDType source) noexcept
 {
     switch (mode) {
-    case FirstGenMode::Float16Compat:
-        return source == LogitDType::BF16 ? LogitDType::F16 : source;
-    case FirstGenMode::Float32Exact:
-        return LogitDType::F32;
-    case FirstGenMode::Off:
-    case FirstGenMode::BFloat16Raw:
+    case FirstGenMode::float16_compat:
+        return source == LogitDType::bf16 ? LogitDType::f16 : source;
+    case FirstGenMode::float32_exact:
+        return LogitDType::f32;
+    case FirstGenMode::off:
+    case FirstGenMode::bfloat16_raw:
         break;
     }
     return source;
@@ -34,19 +34,19 @@ LogitDType first_gen_stored_dtype(FirstGenMode mode, LogitDType source) noexcept
 
 std::size_t first_gen_item_bytes(FirstGenMode mode, LogitDType source, std::int32_t vocab) noexcept
 {
-    if (mode == FirstGenMode::Off || vocab <= 0) return 0;
+    if (mode == FirstGenMode::off || vocab <= 0) return 0;
     return static_cast<std::size_t>(vocab) * itemsize(first_gen_stored_dtype(mode, source));
 }
 
 const char* first_gen_dtype(FirstGenMode mode, LogitDType source) noexcept
 {
-    return mode == FirstGenMode::Off ? "" : dtype_name(first_gen_stored_dtype(mode, source));
+    return mode == FirstGenMode::off ? "" : dtype_name(first_gen_stored_dtype(mode, source));
 }
 
 std::uint32_t convert_first_gen_row(const void* row, LogitDType source, std::int32_t vocab,
                                     FirstGenMode mode, std::byte* out) noexcept
 {
-    if (mode == FirstGenMode::Off || vocab <= 0) return 0;
+    if (mode == FirstGenMode::off || vocab <= 0) return 0;
     const auto n = static_cast<std::size_t>(vocab);
     const LogitDType stored = first_gen_stored_dtype(mode, source);
     if (stored == source) {
@@ -58,8 +58,8 @@ std::uint32_t convert_first_gen_row(const void* row, LogitDType source, std::int
     for (std::size_t i = 0; i < n; ++i) {
         std::uint16_t h;
         std::memcpy(&h, in + 2 * i, 2);
-        if (stored == LogitDType::F32) {  // widening from fp16 or bf16: exact
-            const float f = source == LogitDType::F16 ? detail::f16_to_f32_bits(h)
+        if (stored == LogitDType::f32) {  // widening from fp16 or bf16: exact
+            const float f = source == LogitDType::f16 ? detail::f16_to_f32_bits(h)
                                                       : detail::bits_f32(std::uint32_t{h} << 16);
             std::memcpy(out + 4 * i, &f, 4);
         } else {  // bf16 -> fp16 through the exact fp32
@@ -203,9 +203,9 @@ bool decode_item(simdjson::dom::element item, DecodedFirstGen& out, std::string&
         }
     }
 
-    if (dtype == "float16") out.dtype = LogitDType::F16;
-    else if (dtype == "float32") out.dtype = LogitDType::F32;
-    else if (dtype == "bfloat16") out.dtype = LogitDType::BF16;
+    if (dtype == "float16") out.dtype = LogitDType::f16;
+    else if (dtype == "float32") out.dtype = LogitDType::f32;
+    else if (dtype == "bfloat16") out.dtype = LogitDType::bf16;
     else {
         error = "unsupported dtype " + quoted(dtype) + " (expected float16, float32 or bfloat16)";
         return false;

@@ -166,14 +166,14 @@ template <int N, LogitDType dtype>
 {
     using L = Lanes<N>;
     typename L::u32 u;
-    if constexpr (dtype == LogitDType::F32) {
+    if constexpr (dtype == LogitDType::f32) {
         std::memcpy(&u, p + i * 4, sizeof u);
         return u;
     }
     typename L::u16 h;
     std::memcpy(&h, p + i * 2, sizeof h);
     u = __builtin_convertvector(h, typename L::u32);
-    if constexpr (dtype == LogitDType::BF16) return u << 16;
+    if constexpr (dtype == LogitDType::bf16) return u << 16;
     // fp16, as detail::f16_to_f32_bits with the three cases as lane masks.
     const typename L::u32 sign = (u & 0x8000u) << 16;
     const typename L::u32 em = u & 0x7fffu;
@@ -193,14 +193,14 @@ template <int N, LogitDType dtype>
 template <LogitDType dtype>
 float load1(const unsigned char* p, std::int64_t i) noexcept
 {
-    if constexpr (dtype == LogitDType::F32) {
+    if constexpr (dtype == LogitDType::f32) {
         float f;
         std::memcpy(&f, p + i * 4, 4);
         return f;
     }
     std::uint16_t h;
     std::memcpy(&h, p + i * 2, 2);
-    if constexpr (dtype == LogitDType::BF16) return bf16_to_f32(h);
+    if constexpr (dtype == LogitDType::bf16) return bf16_to_f32(h);
     return detail::f16_to_f32_bits(h);
 }
 
@@ -270,7 +270,7 @@ template <int N, LogitDType dtype>
                                                float* widened) noexcept
 {
     using i32 = typename Lanes<N>::i32;
-    constexpr bool keep_widened = dtype != LogitDType::F32;
+    constexpr bool keep_widened = dtype != LogitDType::f32;
     constexpr std::int32_t lowest = std::numeric_limits<std::int32_t>::min();
     KeyPass r;
     i32 iota{};
@@ -468,7 +468,7 @@ void row_impl(const unsigned char* p, std::int32_t vocab, std::int32_t sampled_i
 {
     const bool wide = use_wide_kernels();
     // fp16/bf16 rows are widened once, in pass 1, into the scratch; pass 2 reads fp32 only.
-    constexpr bool keep_widened = dtype != LogitDType::F32;
+    constexpr bool keep_widened = dtype != LogitDType::f32;
     if (keep_widened && scratch.widened.size() < static_cast<std::size_t>(vocab))
         scratch.widened.resize(static_cast<std::size_t>(vocab));
     float* const widened = keep_widened ? scratch.widened.data() : nullptr;
@@ -586,9 +586,9 @@ void reference_row(const void* row, LogitDType dtype, std::int32_t vocab, std::i
     vocab = std::max(vocab, 0);
     const auto* p = static_cast<const unsigned char*>(row);
     switch (dtype) {
-    case LogitDType::F32: row_impl<LogitDType::F32>(p, vocab, sampled_id, k, out, scratch); break;
-    case LogitDType::F16: row_impl<LogitDType::F16>(p, vocab, sampled_id, k, out, scratch); break;
-    case LogitDType::BF16: row_impl<LogitDType::BF16>(p, vocab, sampled_id, k, out, scratch); break;
+    case LogitDType::f32: row_impl<LogitDType::f32>(p, vocab, sampled_id, k, out, scratch); break;
+    case LogitDType::f16: row_impl<LogitDType::f16>(p, vocab, sampled_id, k, out, scratch); break;
+    case LogitDType::bf16: row_impl<LogitDType::bf16>(p, vocab, sampled_id, k, out, scratch); break;
     }
 }
 

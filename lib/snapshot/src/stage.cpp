@@ -10,9 +10,9 @@ namespace jsonlw::snapshot {
 const char* to_string(Backend b) noexcept
 {
     switch (b) {
-    case Backend::Auto: return "auto";
-    case Backend::Cpu: return "cpu";
-    case Backend::Cuda: return "cuda";
+    case Backend::automatic: return "auto";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
     }
     return "?";
 }
@@ -20,9 +20,9 @@ const char* to_string(Backend b) noexcept
 const char* to_string(CaptureResult r) noexcept
 {
     switch (r) {
-    case CaptureResult::Enqueued: return "enqueued";
-    case CaptureResult::Dropped: return "dropped";
-    case CaptureResult::InvalidArgument: return "invalid argument";
+    case CaptureResult::enqueued: return "enqueued";
+    case CaptureResult::dropped: return "dropped";
+    case CaptureResult::invalid_argument: return "invalid argument";
     }
     return "?";
 }
@@ -47,7 +47,7 @@ void validate_config(const SnapshotConfig& c)
     if (c.max_vocab < 1) bad("max_vocab must be at least 1");
     if (c.ring_slots < 2) bad("ring_slots must be at least 2");
     if (c.ring_slots > 1024) bad("ring_slots must be at most 1024");
-    if (c.first_gen != FirstGenMode::Off && c.max_first_gen_rows_per_step < 1)
+    if (c.first_gen != FirstGenMode::off && c.max_first_gen_rows_per_step < 1)
         bad("max_first_gen_rows_per_step must be at least 1 when first_gen is captured");
     if (c.max_first_gen_rows_per_step < 0) bad("max_first_gen_rows_per_step is negative");
     if (c.watchdog.count() < 1) bad("watchdog must be at least 1 ms");
@@ -65,16 +65,16 @@ std::unique_ptr<SnapshotStage> SnapshotStage::create(const SnapshotConfig& confi
 {
     detail::validate_config(config);
     if (!sink) throw std::invalid_argument("SnapshotStage::create: the sink is empty");
-    if (backend == Backend::Cpu) return detail::make_cpu_stage(config, std::move(sink));
+    if (backend == Backend::cpu) return detail::make_cpu_stage(config, std::move(sink));
 #if defined(JSONLW_SNAPSHOT_EMULATED_DEVICE)
     // The test-only build against the emulated device (tests/snapshot/emu): only an explicit
-    // Backend::Cuda reaches it, so Auto means the CPU there as on any machine without a GPU.
-    if (backend == Backend::Auto) return detail::make_cpu_stage(config, std::move(sink));
+    // Backend::cuda reaches it, so Auto means the CPU there as on any machine without a GPU.
+    if (backend == Backend::automatic) return detail::make_cpu_stage(config, std::move(sink));
 #endif
     std::string why;
     if (auto stage = detail::make_cuda_stage(config, sink, &why)) return stage;
-    if (backend == Backend::Cuda)
-        throw std::runtime_error("SnapshotStage::create: Backend::Cuda unavailable: " + why);
+    if (backend == Backend::cuda)
+        throw std::runtime_error("SnapshotStage::create: Backend::cuda unavailable: " + why);
     return detail::make_cpu_stage(config, std::move(sink));
 }
 

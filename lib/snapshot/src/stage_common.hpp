@@ -25,7 +25,7 @@ inline const char* check_capture(const SnapshotConfig& c, const LogitsView& v,
     if (v.vocab < 1) return "vocab must be at least 1";
     if (v.vocab > c.max_vocab) return "vocab exceeds max_vocab";
     if (v.row_stride < v.vocab) return "row_stride is smaller than vocab";
-    if (v.dtype != LogitDType::F32 && v.dtype != LogitDType::F16 && v.dtype != LogitDType::BF16)
+    if (v.dtype != LogitDType::f32 && v.dtype != LogitDType::f16 && v.dtype != LogitDType::bf16)
         return "unknown dtype";
     if (meta.size() != std::size_t(v.rows)) return "meta.size() differs from rows";
     if (v.rows > 0 && (v.data == nullptr || sampled == nullptr)) return "logits or sampled ids is null";
@@ -39,7 +39,7 @@ inline RingLayout ring_layout(const SnapshotConfig& c) noexcept
     RingLayout layout;
     layout.slots = c.ring_slots;
     layout.max_rows = c.max_rows;
-    if (c.first_gen != FirstGenMode::Off) {
+    if (c.first_gen != FirstGenMode::off) {
         layout.max_first_gen_rows = c.max_first_gen_rows_per_step;
         layout.first_gen_pool_bytes =
             std::size_t(c.max_first_gen_rows_per_step) * std::size_t(c.max_vocab) * 4;
@@ -57,7 +57,7 @@ inline FirstGenPlan plan_first_gen(const SnapshotConfig& c, const LogitsView& v,
                                    std::span<const RowMeta> meta, const RingLayout& layout) noexcept
 {
     FirstGenPlan p;
-    if (c.first_gen == FirstGenMode::Off) return p;
+    if (c.first_gen == FirstGenMode::off) return p;
     p.item = first_gen_item_bytes(c.first_gen, v.dtype, v.vocab);
     std::size_t bytes = 0;
     for (const RowMeta& m : meta) {
@@ -80,14 +80,14 @@ public:
     {
         invalid_.fetch_add(1, std::memory_order_relaxed);
         set_error(std::string("capture: ") + why);
-        return CaptureResult::InvalidArgument;
+        return CaptureResult::invalid_argument;
     }
     CaptureResult drop(SlotRing& ring, int rows) noexcept
     {
         ring.record_drop();
         dropped_steps_.fetch_add(1, std::memory_order_relaxed);
         dropped_rows_.fetch_add(std::uint64_t(rows), std::memory_order_relaxed);
-        return CaptureResult::Dropped;
+        return CaptureResult::dropped;
     }
     void captured(int rows, const FirstGenPlan& fg) noexcept
     {

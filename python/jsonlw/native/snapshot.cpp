@@ -207,12 +207,12 @@ snap::LogitDType logit_dtype(const ArrayRef& a, const std::optional<std::string>
         const int want = *dtype == "float32" ? 32 : (*dtype == "float16" || *dtype == "bfloat16") ? 16 : 0;
         if (!want) throw py::value_error("dtype must be 'float32', 'float16' or 'bfloat16'");
         if (a.bits != want) throw py::value_error("dtype '" + *dtype + "' does not match the array's element size");
-        return *dtype == "float32" ? snap::LogitDType::F32
-               : *dtype == "float16" ? snap::LogitDType::F16 : snap::LogitDType::BF16;
+        return *dtype == "float32" ? snap::LogitDType::f32
+               : *dtype == "float16" ? snap::LogitDType::f16 : snap::LogitDType::bf16;
     }
-    if (a.kind == 'f' && a.bits == 32) return snap::LogitDType::F32;
-    if (a.kind == 'f' && a.bits == 16) return snap::LogitDType::F16;
-    if (a.kind == 'b' && a.bits == 16) return snap::LogitDType::BF16;
+    if (a.kind == 'f' && a.bits == 32) return snap::LogitDType::f32;
+    if (a.kind == 'f' && a.bits == 16) return snap::LogitDType::f16;
+    if (a.kind == 'b' && a.bits == 16) return snap::LogitDType::bf16;
     if (a.bits == 16)
         throw py::value_error("a 16-bit integer array needs dtype='bfloat16' (numpy has no bf16: "
                               "pass the bits as a uint16 view) or dtype='float16'");
@@ -223,7 +223,7 @@ snap::LogitDType logit_dtype(const ArrayRef& a, const std::optional<std::string>
 struct StoredFirstGen {
     std::uint64_t request_id;
     std::uint32_t seq_index, step;
-    std::string dtype;
+    snap::LogitDType dtype;
     std::int64_t vocab;
     std::vector<std::byte> bytes;
     std::uint32_t overflow_to_inf;
@@ -363,7 +363,7 @@ public:
             py::gil_scoped_release unlocked;
             res = stage_->capture(view, ids, meta, cuda_stream);
         }
-        if (res == snap::CaptureResult::InvalidArgument)
+        if (res == snap::CaptureResult::invalid_argument)
             throw py::value_error("capture refused: " + stage_->stats().last_error);
         return res;
     }
@@ -417,7 +417,7 @@ public:
                 d["request_id"] = f.request_id;
                 d["seq_index"] = f.seq_index;
                 d["step"] = f.step;
-                d["dtype"] = f.dtype;
+                d["dtype"] = snap::dtype_name(f.dtype);
                 d["overflow_to_inf"] = f.overflow_to_inf;
                 d["bytes"] = py::bytes(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
                 d["vocab"] = f.vocab;
@@ -481,18 +481,18 @@ private:
 
 snap::FirstGenMode first_gen_mode(const std::string& m)
 {
-    if (m == "off") return snap::FirstGenMode::Off;
-    if (m == "float16_compat") return snap::FirstGenMode::Float16Compat;
-    if (m == "float32_exact") return snap::FirstGenMode::Float32Exact;
-    if (m == "bfloat16_raw") return snap::FirstGenMode::BFloat16Raw;
+    if (m == "off") return snap::FirstGenMode::off;
+    if (m == "float16_compat") return snap::FirstGenMode::float16_compat;
+    if (m == "float32_exact") return snap::FirstGenMode::float32_exact;
+    if (m == "bfloat16_raw") return snap::FirstGenMode::bfloat16_raw;
     throw py::value_error("first_gen must be 'off', 'float16_compat', 'float32_exact' or 'bfloat16_raw'");
 }
 
 snap::Backend backend_of(const std::string& b)
 {
-    if (b == "auto") return snap::Backend::Auto;
-    if (b == "cpu") return snap::Backend::Cpu;
-    if (b == "cuda") return snap::Backend::Cuda;
+    if (b == "auto") return snap::Backend::automatic;
+    if (b == "cpu") return snap::Backend::cpu;
+    if (b == "cuda") return snap::Backend::cuda;
     throw py::value_error("backend must be 'auto', 'cpu' or 'cuda'");
 }
 
@@ -501,9 +501,9 @@ snap::Backend backend_of(const std::string& b)
 void register_snapshot(py::module_& m)
 {
     py::enum_<snap::CaptureResult>(m, "CaptureResult")
-        .value("enqueued", snap::CaptureResult::Enqueued)
-        .value("dropped", snap::CaptureResult::Dropped)
-        .value("invalid_argument", snap::CaptureResult::InvalidArgument);
+        .value("enqueued", snap::CaptureResult::enqueued)
+        .value("dropped", snap::CaptureResult::dropped)
+        .value("invalid_argument", snap::CaptureResult::invalid_argument);
 
     py::class_<PyStage>(m, "SnapshotStage")
         .def(py::init([](int k, bool topk_logits, bool topk_logprobs, bool sampled_logprob,
@@ -548,9 +548,9 @@ void register_snapshot(py::module_& m)
     m.def("snapshot_reference_row", [](py::buffer row, std::string dtype, std::int32_t sampled_id, int k) {
         py::buffer_info b = row.request();
         if (b.ndim != 1) throw py::value_error("one 1-D row");
-        const snap::LogitDType t = dtype == "float32" ? snap::LogitDType::F32
-                                   : dtype == "float16" ? snap::LogitDType::F16
-                                   : dtype == "bfloat16" ? snap::LogitDType::BF16
+        const snap::LogitDType t = dtype == "float32" ? snap::LogitDType::f32
+                                   : dtype == "float16" ? snap::LogitDType::f16
+                                   : dtype == "bfloat16" ? snap::LogitDType::bf16
                                    : throw py::value_error("dtype");
         if (b.itemsize != py::ssize_t(snap::itemsize(t)) || b.strides[0] != b.itemsize)
             throw py::value_error("a contiguous row of the given dtype");

@@ -409,7 +409,7 @@ TEST_CASE("a first_gen_logits row rides on its output's record in TensorRT-LLM's
     c.text_diff = "x";
     const std::int32_t id = 1;
     c.token_ids_diff = std::span<const std::int32_t>(&id, 1);
-    c.first_gen_logits = jsonlw::FirstGenLogitsView{"float16", 4, bytes, 2};
+    c.first_gen_logits = jsonlw::FirstGenLogitsView{jsonlw::snapshot::LogitDType::f16, 4, bytes, 2};
     w.on_chunk(c);
     c.first_gen_logits.reset();
     c.text_diff = "y";
@@ -433,10 +433,11 @@ TEST_CASE("a first_gen_logits row whose size does not match its shape makes the 
     c.request_id = 4;
     c.text_diff = "x";
     c.is_final = true;
-    c.first_gen_logits = jsonlw::FirstGenLogitsView{"float16", 4, bytes, 0};
+    c.first_gen_logits = jsonlw::FirstGenLogitsView{jsonlw::snapshot::LogitDType::f16, 4, bytes, 0};
     w.on_chunk(c);
     c.request_id = 5;
-    c.first_gen_logits = jsonlw::FirstGenLogitsView{"float64", 1, std::span(bytes).first(8 - 1), 0};
+    c.first_gen_logits =
+        jsonlw::FirstGenLogitsView{jsonlw::snapshot::LogitDType::f32, 2, std::span(bytes).first(8 - 1), 0};
     w.on_chunk(c);
     const auto report = close(w);
     CHECK(report.stats.dropped.malformed == 2);

@@ -155,15 +155,12 @@ void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
         // TensorRT-LLM's item format, in a one-item list (one per output, as its
         // DisaggregatedParams.first_gen_logits holds one per sequence).
         const FirstGenLogitsData& f = *r.first_gen_logits;
-        const std::size_t width = f.dtype == "float32" ? 4
-                                  : (f.dtype == "float16" || f.dtype == "bfloat16") ? 2 : 0;
-        if (width == 0)
-            throw MalformedRecord("first_gen_logits dtype must be float16, float32 or bfloat16");
-        if (f.vocab < 1 || f.bytes.size() != std::size_t(f.vocab) * width)
+        const char* dtype = snapshot::dtype_name(f.dtype);
+        if (f.vocab < 1 || f.bytes.size() != std::size_t(f.vocab) * snapshot::itemsize(f.dtype))
             throw MalformedRecord(fmt::format("first_gen_logits: {} bytes for shape [1, {}] of {}",
-                                              f.bytes.size(), f.vocab, f.dtype));
+                                              f.bytes.size(), f.vocab, dtype));
         std::string item;
-        snapshot::append_first_gen_item(item, f.bytes, f.dtype, f.vocab);
+        snapshot::append_first_gen_item(item, f.bytes, dtype, f.vocab);
         line.key("first_gen_logits").begin_array().raw(item).end_array();
         if (f.overflow_to_inf) line.field("first_gen_logits_overflow_to_inf", f.overflow_to_inf);
     }

@@ -45,7 +45,7 @@ void pad_logprobs(RawOutputRecord& r, std::size_t n)
 void copy_first_gen(RawOutputRecord& r, const FirstGenLogitsView& f)
 {
     r.first_gen_logits.emplace(FirstGenLogitsData{
-        std::string(f.dtype), f.vocab, std::vector<std::byte>(f.bytes.begin(), f.bytes.end()),
+        f.dtype, f.vocab, std::vector<std::byte>(f.bytes.begin(), f.bytes.end()),
         f.overflow_to_inf});
 }
 

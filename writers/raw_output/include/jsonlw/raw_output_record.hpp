@@ -4,6 +4,7 @@
 #pragma once
 
 #include <jsonlw/json_line.hpp>
+#include <jsonlw/snapshot/types.hpp>
 #include <jsonlw/utc_time.hpp>
 
 #include <cstddef>
@@ -38,15 +39,15 @@ struct TokenLogprob {
 // The whole logits row of an output's first generated token (TensorRT-LLM's
 // first_gen_logits item), borrowed by a chunk. bytes are little-endian elements of dtype.
 struct FirstGenLogitsView {
-    std::string_view dtype{};  // "float16" | "float32" | "bfloat16"
-    std::int64_t vocab = 0;    // shape is [1, vocab]
+    snapshot::LogitDType dtype = snapshot::LogitDType::f16;  // of bytes' elements
+    std::int64_t vocab = 0;                                  // shape is [1, vocab]
     std::span<const std::byte> bytes{};
     std::uint32_t overflow_to_inf = 0;  // finite logits that became inf in the conversion
 };
 
 // The same, owned by a record.
 struct FirstGenLogitsData {
-    std::string dtype;
+    snapshot::LogitDType dtype = snapshot::LogitDType::f16;
     std::int64_t vocab = 0;
     std::vector<std::byte> bytes;
     std::uint32_t overflow_to_inf = 0;

@@ -44,7 +44,7 @@ inline TokenLogprob token_logprob(const snapshot::TokenSnapshot& row,
 // A captured first_gen_logits row, borrowed (valid while the batch's lease is held).
 inline FirstGenLogitsView first_gen_view(const snapshot::FirstGenLogits& f) noexcept
 {
-    return FirstGenLogitsView{std::string_view(f.dtype), f.shape[1], f.bytes, f.overflow_to_inf};
+    return FirstGenLogitsView{f.dtype, f.shape[1], f.bytes, f.overflow_to_inf};
 }
 
 // One delivered batch into the writer, for the pattern where the engine sends every step's

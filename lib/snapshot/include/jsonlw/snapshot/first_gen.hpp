@@ -17,9 +17,9 @@
 
 namespace jsonlw::snapshot {
 
-// The element type a row of `source` is captured as: Float16Compat keeps fp32 and fp16 and
-// turns bf16 into fp16 (TensorRT-LLM does the same, numpy having no bf16); Float32Exact widens
-// everything to fp32; BFloat16Raw keeps all three. Off has no captured type (returns source).
+// The element type a row of `source` is captured as: float16_compat keeps fp32 and fp16 and
+// turns bf16 into fp16 (TensorRT-LLM does the same, numpy having no bf16); float32_exact widens
+// everything to fp32; bfloat16_raw keeps all three. off has no captured type (returns source).
 LogitDType first_gen_stored_dtype(FirstGenMode mode, LogitDType source) noexcept;
 
 // Bytes of one captured row of `vocab` logits: vocab * itemsize(stored dtype); 0 when Off.
@@ -42,7 +42,7 @@ void append_first_gen_item(std::string& out, std::span<const std::byte> bytes,
 
 // One decoded item.
 struct DecodedFirstGen {
-    LogitDType dtype = LogitDType::F16;
+    LogitDType dtype = LogitDType::f16;
     std::vector<std::int64_t> shape;  // [n, V]
     std::vector<std::byte> bytes;     // prod(shape) * itemsize(dtype), little-endian
 

@@ -25,12 +25,12 @@ float f16_to_f32(std::uint16_t bits) noexcept;  // IEEE binary16, subnormals inc
 inline float load_logit(const void* row, LogitDType dtype, std::int64_t i) noexcept
 {
     switch (dtype) {
-    case LogitDType::F32: {
+    case LogitDType::f32: {
         float f;
         std::memcpy(&f, static_cast<const char*>(row) + i * 4, 4);
         return f;
     }
-    case LogitDType::BF16: {
+    case LogitDType::bf16: {
         std::uint16_t b;
         std::memcpy(&b, static_cast<const char*>(row) + i * 2, 2);
         return bf16_to_f32(b);

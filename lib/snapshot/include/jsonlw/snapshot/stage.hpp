@@ -26,16 +26,16 @@
 namespace jsonlw::snapshot {
 
 enum class Backend : std::uint8_t {
-    Auto,  // CUDA when built with it and cudaGetDeviceCount succeeds with a count > 0; else CPU
-    Cpu,   // the reference implementation, rows spread over a thread pool
-    Cuda,  // the CUDA backend; create() throws when it is not built or no device is usable
+    automatic,  // CUDA when built with it and cudaGetDeviceCount succeeds with a count > 0; else CPU
+    cpu,        // the reference implementation, rows spread over a thread pool
+    cuda,       // the CUDA backend; create() throws when it is not built or no device is usable
 };
 const char* to_string(Backend b) noexcept;
 
 enum class CaptureResult : std::uint8_t {
-    Enqueued,         // the step's batch will reach the sink
-    Dropped,          // no free slot (the sink is behind): counted, gap_before on the next batch
-    InvalidArgument,  // a null pointer, a shape over the configured limits, a device mismatch,
+    enqueued,          // the step's batch will reach the sink
+    dropped,           // no free slot (the sink is behind): counted, gap_before on the next batch
+    invalid_argument,  // a null pointer, a shape over the configured limits, a device mismatch,
                       // or meta.size() != rows: counted, stats().last_error says which
 };
 const char* to_string(CaptureResult r) noexcept;
@@ -86,7 +86,7 @@ struct FirstGenLogits {
     std::uint64_t request_id = 0;
     std::uint32_t seq_index = 0;
     std::uint32_t step = 0;
-    const char* dtype = "float16";      // "float16" | "float32" | "bfloat16"
+    LogitDType dtype = LogitDType::f16;  // as stored in bytes (dtype_name(): the item's "dtype")
     std::int64_t shape[2] = {1, 0};     // {1, V}
     std::span<const std::byte> bytes{};
     std::uint32_t overflow_to_inf = 0;  // finite values that became inf (bf16 -> fp16 compat)
@@ -109,7 +109,7 @@ struct SnapshotBatch {
 using BatchSink = std::function<void(SnapshotBatch&&)>;
 
 struct SnapshotStats {
-    Backend backend = Backend::Cpu;
+    Backend backend = Backend::cpu;
     std::uint64_t captured_steps = 0;   // capture() calls that returned Enqueued
     std::uint64_t captured_rows = 0;
     std::uint64_t dropped_steps = 0;    // capture() calls that returned Dropped
@@ -135,7 +135,7 @@ struct SnapshotStats {
 class SnapshotStage {
 public:
     // Throws std::invalid_argument for a configuration out of range (k not in 1..64,
-    // ring_slots < 2, max_rows < 1, ...) and std::runtime_error when Backend::Cuda is asked
+    // ring_slots < 2, max_rows < 1, ...) and std::runtime_error when Backend::cuda is asked
     // for and cannot be had. The sink must not be empty.
     static std::unique_ptr<SnapshotStage> create(const SnapshotConfig& config, Backend backend,
                                                  BatchSink sink);

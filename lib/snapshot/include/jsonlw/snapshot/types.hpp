@@ -19,19 +19,19 @@
 namespace jsonlw::snapshot {
 
 // Element type of a logits buffer. bf16 and fp16 widen exactly to fp32.
-enum class LogitDType : std::uint8_t { F32, F16, BF16 };
+enum class LogitDType : std::uint8_t { f32, f16, bf16 };
 
-constexpr std::size_t itemsize(LogitDType t) noexcept { return t == LogitDType::F32 ? 4 : 2; }
+constexpr std::size_t itemsize(LogitDType t) noexcept { return t == LogitDType::f32 ? 4 : 2; }
 constexpr const char* dtype_name(LogitDType t) noexcept
 {
-    return t == LogitDType::F32 ? "float32" : t == LogitDType::F16 ? "float16" : "bfloat16";
+    return t == LogitDType::f32 ? "float32" : t == LogitDType::f16 ? "float16" : "bfloat16";
 }
 
 // A [rows, vocab] logits matrix the stage reads and never writes. Rows may be padded
 // (row_stride >= vocab, in elements); data needs only element alignment.
 struct LogitsView {
     const void* data = nullptr;
-    LogitDType dtype = LogitDType::F32;
+    LogitDType dtype = LogitDType::f32;
     std::int32_t rows = 0;
     std::int32_t vocab = 0;
     std::int64_t row_stride = 0;  // elements between the starts of two rows
@@ -50,26 +50,26 @@ struct RowMeta {
 
 // Whether and how the whole logits row of a first generated token is captured.
 enum class FirstGenMode : std::uint8_t {
-    Off,            // not captured
-    Float16Compat,  // TensorRT-LLM's format: fp32/fp16 as they are, bf16 converted to fp16
+    off,             // not captured
+    float16_compat,  // TensorRT-LLM's format: fp32/fp16 as they are, bf16 converted to fp16
                     // (values above 65504 become inf, counted in overflow_to_inf)
-    Float32Exact,   // every dtype widened to fp32 (exact, twice the bytes of fp16)
-    BFloat16Raw,    // bf16 bytes as they are, "dtype": "bfloat16" (needs ml_dtypes to read in
-                    // numpy); fp16/fp32 input is captured as in Float16Compat
+    float32_exact,   // every dtype widened to fp32 (exact, twice the bytes of fp16)
+    bfloat16_raw,    // bf16 bytes as they are, "dtype": "bfloat16" (needs ml_dtypes to read in
+                    // numpy); fp16/fp32 input is captured as in float16_compat
 };
 
 // What capture() does when no ring slot is free (after waiting up to
 // SnapshotConfig::slot_wait for one, when that is set; by default it never waits).
 enum class Backpressure : std::uint8_t {
-    DropStep,           // the whole step is dropped and counted; the next batch says gap_before
-    DropFirstGenFirst,  // also: first-gen rows are dropped (counted) when the slot's first-gen
+    drop_step,             // the whole step is dropped and counted; the next batch says gap_before
+    drop_first_gen_first,  // also: first-gen rows are dropped (counted) when the slot's first-gen
                         // pool is too small, while the step's token rows still go through
 };
 
 // How a CUDA slot's completion reaches the host (the CPU backend completes at once).
 enum class CompletionMode : std::uint8_t {
-    HostFunc,  // cudaLaunchHostFunc: an atomic store and one post (default)
-    Poll,      // cudaEventQuery from the stage's own thread every millisecond
+    host_func,  // cudaLaunchHostFunc: an atomic store and one post (default)
+    poll,       // cudaEventQuery from the stage's own thread every millisecond
 };
 
 // An aggregate for designated initializers; fields in declaration order.
@@ -82,14 +82,14 @@ struct SnapshotConfig {
     bool sampled_logprob = true;
     bool sampled_rank = true;
     bool nan_count = true;
-    FirstGenMode first_gen = FirstGenMode::Off;
-    int max_rows = 512;               // rows per capture() (larger: InvalidArgument)
-    int max_vocab = 262144;           // vocab per row (larger: InvalidArgument)
+    FirstGenMode first_gen = FirstGenMode::off;
+    int max_rows = 512;               // rows per capture() (larger: invalid_argument)
+    int max_vocab = 262144;           // vocab per row (larger: invalid_argument)
     int max_first_gen_rows_per_step = 32;  // first-gen pool per slot, in rows of max_vocab
     int ring_slots = 4;               // slots in flight or leased, at least 2
-    CompletionMode completion = CompletionMode::HostFunc;
+    CompletionMode completion = CompletionMode::host_func;
     std::chrono::milliseconds watchdog{250};  // a slot overdue this long is checked by query
-    Backpressure backpressure = Backpressure::DropFirstGenFirst;
+    Backpressure backpressure = Backpressure::drop_first_gen_first;
     // How long capture() may wait for a free slot before it drops the step (0, the default:
     // never wait, drop at once). A bounded stall of the decode loop for engines that prefer
     // it to lost per-token data; counted in stats().slot_waits / slot_wait_timeouts /
