@@ -4,6 +4,7 @@
 // handed to a RetentionKeeper, which deletes the oldest beyond FileSinkOptions::retention.
 #include <jsonlw/sinks/file_sink.hpp>
 
+#include "path_notices.hpp"
 #include "../host_names.hpp"
 #include "file_append.hpp"
 #include "retention_keeper.hpp"
@@ -30,7 +31,7 @@ struct FileSink::State {
     std::optional<detail::FileAppender> appender;
     std::optional<detail::RetentionKeeper> keeper;
     std::uint64_t closed_records = 0;  // of the current file, when its descriptor closed
-    bool logged_removed = false, logged_moved = false;
+    detail::PathNotices notices;  // removed / moved-away warnings, once each
     bool rotating = false;       // numbered files: rotation or an open suffix
     std::string prefix;          // <stem>-<host>-<pid>-
     std::string suffix;          // the open suffix ("" for none)
@@ -56,26 +57,7 @@ struct FileSink::State {
     AppendResult append_current(const Lines& lines) noexcept;
     void retire(const std::filesystem::path& p) noexcept;
     void apply_retention() noexcept;
-    void log_notice(const std::string& p, bool removed) noexcept;
 };
-
-void FileSink::State::log_notice(const std::string& p, bool removed) noexcept
-{
-    bool& logged = removed ? logged_removed : logged_moved;
-    if (logged) return;
-    logged = true;
-    try {
-        ctx.write_log(LogLevel::warning,
-                      removed ? fmt::format("{} JSONL file {} was removed; writing a new one "
-                                            "there (the batch that went into the removed one "
-                                            "again); later removals are only counted",
-                                            ctx.subject, p)
-                              : fmt::format("{} JSONL file {} was moved away; writing a new one "
-                                            "there; later moves are only counted",
-                                            ctx.subject, p));
-    } catch (...) {
-    }
-}
 
 // `p`, the current file's name once closed, is sealed: retention may delete it (or older ones).
 void FileSink::State::retire(const std::filesystem::path& p) noexcept
@@ -248,7 +230,7 @@ std::error_code FileSink::start(const SinkContext& ctx)
         if (p == s.open_path.native()) s.closed_records += records;
     });
     s.appender->on_notice(
-        [&s](const std::string& p, bool removed) { s.log_notice(p, removed); });
+        [&s](const std::string& p, bool removed) { s.notices.notice(s.ctx, p, removed); });
     s.suffix = opts_.open_suffix.value_or(
         opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 ? ".open" : "");
     s.rotating = opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 || !s.suffix.empty();

@@ -4,6 +4,7 @@
 
 #include <jsonlw/utc_time.hpp>
 
+#include "path_notices.hpp"
 #include "file_append.hpp"
 #include "retention_keeper.hpp"
 
@@ -48,32 +49,13 @@ struct PartitionedFileSink::State {
     std::string newest_hour;
     WallClock::time_point next_hour{};
     bool past_hour_open = false;
-    bool logged_removed = false, logged_moved = false;
+    detail::PathNotices notices;  // removed / moved-away warnings, once each
     mutable std::mutex files_mu;
     std::vector<std::filesystem::path> files;  // under files_mu, each once
 
     void seal_past_hours(const std::string& except) noexcept;
     void after_seal() noexcept;
-    void log_notice(const std::string& path, bool removed) noexcept;
 };
-
-void PartitionedFileSink::State::log_notice(const std::string& p, bool removed) noexcept
-{
-    bool& logged = removed ? logged_removed : logged_moved;
-    if (logged) return;
-    logged = true;
-    try {
-        ctx.write_log(LogLevel::warning,
-                      removed ? fmt::format("{} JSONL file {} was removed; writing a new one "
-                                            "there (the batch that went into the removed one "
-                                            "again); later removals are only counted",
-                                            ctx.subject, p)
-                              : fmt::format("{} JSONL file {} was moved away; writing a new one "
-                                            "there; later moves are only counted",
-                                            ctx.subject, p));
-    } catch (...) {
-    }
-}
 
 // Closes the open files of hour folders older than the newest hour (so that retention may
 // delete them), except `except`, the file about to be written.
@@ -150,7 +132,7 @@ std::error_code PartitionedFileSink::start(const SinkContext& ctx)
         s.enforce_due = true;
     });
     s.appender->on_notice(
-        [&s](const std::string& p, bool removed) { s.log_notice(p, removed); });
+        [&s](const std::string& p, bool removed) { s.notices.notice(s.ctx, p, removed); });
     return {};
 }
 
