@@ -28,7 +28,8 @@ errors go to stderr.
 constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] [--concurrency C] [--vocab V] [--seed S]
             [--out DIR] [--backend auto|cpu|cuda] [--dtype bf16|f16|f32] [--tokens MIN-MAX]
             [--top-k K] [--step-us U] [--first-gen-every N] [--envelope]
-            [--rotate-bytes N] [--rotate-interval-ms N] [--kafka] [--ring-slots N]
+            [--rotate-bytes N] [--rotate-interval-ms N] [--retain-files N]
+            [--retain-bytes N] [--retain-age-ms N] [--kafka] [--ring-slots N]
             [--stage-wait-ms W] [--stage-threads N] [--stage-nice N] [--server-us U]
             [--writer-queue N] [--slow-disk-us U] [--thread-stats] [--summary-json FILE]
   A simulated LLM server: requests arrive on an Asio loop, an engine thread decodes them and
@@ -57,6 +58,11 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
     --rotate-bytes N    rotate the perf-metrics file once it holds N bytes (default 0: never);
                         the file being written ends in .open until it is rotated or closed
     --rotate-interval-ms N  ... or once it has been open N ms (default 0: never)
+    --retain-files N    per writer, keep at most N closed (sealed) files: older ones are
+                        deleted, oldest first, counted (default 0: no limit); the file being
+                        written is never deleted
+    --retain-bytes N    ... at most N bytes of closed files per writer
+    --retain-age-ms N   ... delete closed files older than N ms
     --kafka             also send every line the writers append through KafkaJsonWriter, a
                         topic per writer (jsonlw.raw_output, ...), to an in-process mock
                         Kafka cluster; a consumer reads every topic back from its start, and
@@ -73,9 +79,12 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
     --slow-disk-us U    every append waits U us first (a slow disk)
     --thread-stats      per-thread CPU, run-queue wait and context switches at the end
     --summary-json FILE the per-writer accounting and the stage's figures as JSON
-  Per writer the demo prints expected = written + dropped + unknown, and unaccounted.
-  exit status: 0 every record written; 3 every record accounted for, some dropped (or
-               unknown) with a counted reason; 1 records unaccounted for, a line did not
+  Per writer the demo prints expected = written + dropped + unknown, and unaccounted; then
+  reads each writer's files back: lines on disk must equal written less what retention
+  deleted and what someone else removed or moved (counted), else "unaccounted".
+  exit status: 0 every record written (retention's deletions included); 3 every record
+               accounted for, some dropped (or unknown) with a counted reason, or files
+               removed or moved by someone else; 1 records unaccounted for, a line did not
                reach Kafka (--kafka), or the report found malformed lines; 2 bad arguments
 )";
 
