@@ -1,8 +1,8 @@
 // The file_check scenario: what noticing a removed or moved file costs a batch. FileSink's
 // append checks the descriptor's link count before (fstat) and the path's device and inode
 // after (stat), as CPython's Lib/logging/handlers.py WatchedFileHandler does; the rows time
-// that append next to the same writev with the one fstat the appender made before issue 25,
-// a bare writev, and the two checks alone, in ns per batch.
+// that append next to the same writev with the one fstat the appender made before the check,
+// a bare writev, and the two checks alone, in ns per batch (docs/benchmarks.md).
 #include "scenarios.hpp"
 #include "side_by_side.hpp"
 
