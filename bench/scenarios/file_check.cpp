@@ -70,7 +70,7 @@ Timed file_sink_append(const std::filesystem::path& dir, const std::string& byte
     return t;
 }
 
-// mode 0: writev; 1: fstat + writev (before issue 25); 2: fstat + stat, no write.
+// mode 0: writev; 1: fstat + writev (the appender before the path check); 2: fstat + stat, no write.
 Timed by_hand(const std::filesystem::path& dir, const std::string& bytes, std::size_t n, int mode)
 {
     std::filesystem::remove_all(dir);

@@ -1,4 +1,4 @@
-// Scenarios of issue 25, points 1 and 2: a file sink notices at the next batch that its file
+// The disk under a file sink (docs/reliability.md): a file sink notices at the next batch that its file
 // was removed or moved (and appends again a batch that landed in a removed file), and a
 // failed append leaves no partial line behind. The sinks are driven directly, as the writer's
 // I/O thread drives them (sink_rig.hpp); faults are real (rm, rename) or the FileIo seam's

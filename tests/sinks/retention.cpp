@@ -1,4 +1,4 @@
-// Scenarios of issue 25, point 3: retention keeps a sink's closed files within a count, a
+// Retention (docs/sinks.md, docs/shipping.md): keeps a sink's closed files within a count, a
 // byte total and an age, oldest first, never touching the open file or anyone else's files,
 // with each deletion counted (files, bytes, records). FileSink with size and time rotation,
 // PartitionedFileSink with hour folders; the sinks are driven directly (sink_rig.hpp).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 25, point 4: what `jsonlw demo` counts as written is on disk where a reader finds it.
+"""What `jsonlw demo` counts as written is on disk where a reader finds it.
 Each case runs the demo with a fault made for real while it writes — its output folder
 removed (rm -rf), the perf-metrics file moved away, a full disk (a small tmpfs, mounted here;
 skipped where mount is refused) that frees up again — or with retention by count and by
