@@ -83,11 +83,16 @@ JSONLW_AVX512 inline __m512 load_part(const unsigned char* p, std::int64_t i,
 // exp(max(x - m, -86)) lane by lane: n = round(t log2e), r = t - n ln2, e^r by the degree-5
 // polynomial, times 2^n by vscalefps. A NaN lane stays NaN all the way (vmaxps returns its
 // second operand when one is NaN; the rest propagates), and so does a +inf lane (r = inf - inf).
+// n comes from the 1.5 * 2^23 shifter (|t log2e| <= 125), an FMA and a subtract: one uop fewer
+// than vmulps + vrndscaleps (two uops) per vector. Rounding t log2e once instead of twice can
+// move n by one where t log2e is within an ulp of a half-integer: |r| then exceeds ln2 / 2 by
+// ~1e-7 at most, where the polynomial's error is the same (fast_row_kernel.hpp).
 JSONLW_AVX512 inline __m512 exp_rel(__m512 x, __m512 m) noexcept
 {
     const __m512 t = _mm512_max_ps(_mm512_set1_ps(fast_exp_floor), _mm512_sub_ps(x, m));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(exp_log2e)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 shifter = _mm512_set1_ps(12582912.0f);
+    const __m512 n =
+        _mm512_sub_ps(_mm512_fmadd_ps(t, _mm512_set1_ps(exp_log2e), shifter), shifter);
     const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_ln2), t);
     __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(exp_c5), r, _mm512_set1_ps(exp_c4));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c3));
@@ -239,7 +244,7 @@ JSONLW_AVX512 void cut(TopCandidates& top) noexcept
 {
     const int n = top.size(), k = top.k();
     const int nv = (n + 7) / 8;
-    alignas(64) std::uint64_t buf[TopCandidates::capacity + 8];
+    alignas(64) std::uint64_t buf[TopCandidates::capacity + TopCandidates::slack + 8];
     alignas(64) std::uint64_t kept[TopCandidates::capacity];
     const std::uint64_t* keys = top.keys();
     for (int i = 0; i < nv * 8; ++i) buf[i] = i < n ? keys[i] : 0;  // 0: below every key
@@ -259,26 +264,48 @@ JSONLW_AVX512 void cut(TopCandidates& top) noexcept
     top.kept(kth);
 }
 
+// The order_keys (reference.hpp) of the lanes of `m`, ids id0 + lane, written in lane order to
+// the first popcount(m) entries of out (16 written). x + 0 turns -0 into +0, as ordered_bits
+// does; no lane is NaN (they beat the gate).
+JSONLW_AVX512 inline int keys_of(__m512 x, std::int32_t id0, __mmask16 m,
+                                 std::uint64_t* out) noexcept
+{
+    const __m512i u = _mm512_castps_si512(_mm512_add_ps(x, _mm512_setzero_ps()));
+    const __m512i flip =
+        _mm512_or_si512(_mm512_srai_epi32(u, 31), _mm512_set1_epi32(std::int32_t(0x80000000u)));
+    const __m512i hi = _mm512_maskz_compress_epi32(m, _mm512_xor_si512(u, flip));
+    const __m512i lo = _mm512_maskz_compress_epi32(
+        m, _mm512_sub_epi32(_mm512_set1_epi32(std::int32_t(0xffffffffu - std::uint32_t(id0))),
+                            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                                              15)));
+    const __m512i i0 = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i i1 =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    _mm512_storeu_si512(out, _mm512_permutex2var_epi32(lo, i0, hi));
+    _mm512_storeu_si512(out + 8, _mm512_permutex2var_epi32(lo, i1, hi));
+    return __builtin_popcount(unsigned(m));
+}
+
 // Offers the logits above the gate of every sub-block whose max beats it, in id order; from L1.
+// A vector's logits above the gate go to the buffer at once (TopCandidates::append): the
+// one-at-a-time offer of a branch per logit cost ~40 % of a 32,000 fp32 row (perf, on the
+// machine of docs/benchmarks.md), most of it mispredicted branches.
 template <LogitDType dt>
 JSONLW_AVX512 void offer_block(const unsigned char* p, std::int32_t base, std::int32_t n,
                                const SubMax& sub_max, TopCandidates& top) noexcept
 {
-    alignas(64) float xs[W];
+    __m512 gate = _mm512_set1_ps(top.gate());
     for (std::int32_t j0 = 0, sb = 0; j0 < n; j0 += fast_sub, ++sb) {
-        if (_mm512_cmp_ps_mask(sub_max[sb], _mm512_set1_ps(top.gate()), _CMP_GT_OQ) == 0)
-            continue;
+        if (_mm512_cmp_ps_mask(sub_max[sb], gate, _CMP_GT_OQ) == 0) continue;
         const std::int32_t c = n - j0 < fast_sub ? n - j0 : fast_sub;
         for (std::int32_t j = j0; j < j0 + c; j += W) {
             const std::int32_t left = j0 + c - j;
             const __mmask16 valid = left >= W ? __mmask16(0xffff) : __mmask16((1u << left) - 1u);
             const __m512 x = load_part<dt>(p, std::int64_t(base) + j, valid);
-            unsigned m = _mm512_cmp_ps_mask(x, _mm512_set1_ps(top.gate()), _CMP_GT_OQ);
-            if (m == 0) continue;
-            _mm512_store_ps(xs, x);
-            for (; m != 0; m &= m - 1) {
-                const int l = __builtin_ctz(m);
-                if (top.offer(base + j + l, xs[l])) cut(top);
+            const __mmask16 m = _mm512_cmp_ps_mask(x, gate, _CMP_GT_OQ);
+            if (top.append(keys_of(x, base + j, m, top.append_at()))) {
+                cut(top);
+                gate = _mm512_set1_ps(top.gate());
             }
         }
     }

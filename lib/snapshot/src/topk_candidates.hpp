@@ -15,6 +15,9 @@ namespace jsonlw::snapshot::detail {
 class TopCandidates {
 public:
     static constexpr int capacity = 2 * SnapshotConfig::max_k;
+    // Room past `capacity` for a kernel that appends a whole vector's offers at once (append()):
+    // the buffer is cut when it reaches cut_at, so it never holds more than capacity + slack - 1.
+    static constexpr int slack = 16;
 
     // A cut at twice k (at least 32 entries) keeps each cut cheap and raises the gate early: the
     // first block of a row offers ~100 logits rather than all of its 1024.
@@ -35,6 +38,17 @@ public:
         if (!(x > gate_)) return false;
         keys_[n_++] = order_key(x, id);
         return n_ == cut_at_;
+    }
+
+    // For a kernel that offers a vector at a time: it writes up to `slack` keys (order_key) of
+    // logits above gate() at append_at(), then says how many with append(); true when the
+    // buffer is full: the caller cuts it before the next append. Offers come in id order
+    // between two cuts as for offer(), but a vector's are all tested against the same gate.
+    std::uint64_t* append_at() noexcept { return keys_ + n_; }
+    [[nodiscard]] bool append(int count) noexcept
+    {
+        n_ += count;
+        return n_ >= cut_at_;
     }
 
     // Keeps the k best (std::nth_element) and raises the gate to the k-th.
@@ -65,7 +79,7 @@ public:
 
 private:
 
-    std::uint64_t keys_[capacity];
+    std::uint64_t keys_[capacity + slack];
     int n_ = 0;
     int k_;
     int cut_at_;
