@@ -311,6 +311,45 @@ JSONLW_AVX512 void offer_block(const unsigned char* p, std::int32_t base, std::i
     }
 }
 
+// A lower bound of the row's k-th largest logit from a full block's sub-block maxima, taken
+// before the block's offers: each lane of a sub_max vector is the max of its own logits, so the
+// k-th largest of M >= k such lane maxima (of disjoint logits) is reached by k distinct logits,
+// and the row's k-th largest is at least it. The gate goes just below it (nextafter), so a logit
+// equal to it is still offered and ties resolve by id as before. The lane maxima are merged to
+// 32 (k <= 32) or 64 (k <= 64 = SnapshotConfig::max_k) values: the fewer, the cheaper the rank
+// count, the looser the bound (k = 20 of 32 maxima of 32 logits: ~30 logits of the block's
+// 1024 above it). Without a seed the gate is -inf for the whole first block, which then offers
+// ~100 logits and cuts the buffer several times (docs/benchmarks.md, the CPU snapshot backend).
+// NaN lanes cannot be here (vmaxps dropped them); -inf lanes only lower the bound.
+JSONLW_AVX512 float first_block_gate(const SubMax& sub_max, int k) noexcept
+{
+    alignas(64) float v[64];
+    int nv;
+    if (k <= 32) {
+        nv = 2;
+        _mm512_store_ps(v, _mm512_max_ps(_mm512_max_ps(sub_max[0], sub_max[1]),
+                                         _mm512_max_ps(sub_max[2], sub_max[3])));
+        _mm512_store_ps(v + 16, _mm512_max_ps(_mm512_max_ps(sub_max[4], sub_max[5]),
+                                              _mm512_max_ps(sub_max[6], sub_max[7])));
+    } else {
+        nv = 4;
+        for (int g = 0; g < 4; ++g)
+            _mm512_store_ps(v + 16 * g, _mm512_max_ps(sub_max[2 * g], sub_max[2 * g + 1]));
+    }
+    // The k-th largest: the largest value that at least k of the values (itself included) reach.
+    float best = LseState::neg_inf;
+    for (int i = 0; i < nv * W; ++i) {
+        const __m512 b = _mm512_set1_ps(v[i]);
+        int reach = 0;
+        for (int u = 0; u < nv; ++u)
+            reach += __builtin_popcount(
+                unsigned(_mm512_cmp_ps_mask(_mm512_load_ps(v + 16 * u), b, _CMP_GE_OQ)));
+        best = reach >= k && v[i] > best ? v[i] : best;
+    }
+    static_assert(fast_block / fast_sub == 8 && SnapshotConfig::max_k <= 64);
+    return best > LseState::neg_inf ? std::nextafter(best, LseState::neg_inf) : best;
+}
+
 template <LogitDType dt>
 JSONLW_AVX512 bool row(const FastRowArgs& a, FastRowState& st) noexcept
 {
@@ -332,6 +371,7 @@ JSONLW_AVX512 bool row(const FastRowArgs& a, FastRowState& st) noexcept
             break;
         case LseState::Step::keep: break;
         }
+        if (base == 0 && n == fast_block) st.top.seed_gate(first_block_gate(sub_max, st.top.k()));
         if (b.max > st.top.gate()) offer_block<dt>(a.p, base, n, sub_max, st.top);
     }
     st.above = static_cast<std::uint32_t>(_mm512_reduce_add_epi32(above));

@@ -28,7 +28,8 @@ public:
 
     // A logit must be above this to be offered. Offers come in increasing id order, so a later
     // logit equal to the k-th best so far loses the tie (order_key: ties to the smaller id) and
-    // "above" is strict. Never NaN; -inf until the first cut, so -inf logits never enter.
+    // "above" is strict. Never NaN; -inf until the first cut (or seed_gate), so -inf logits
+    // never enter.
     float gate() const noexcept { return gate_; }
 
     // x: a logit that is not NaN (the kernels give up on a NaN row before the end). True when
@@ -50,6 +51,12 @@ public:
         n_ += count;
         return n_ >= cut_at_;
     }
+
+    // Raises the gate to g (never lowers it) before any offer. g must be below the row's k-th
+    // largest logit (strictly: a logit equal to the gate is not offered), e.g. just below a
+    // value that at least k distinct logits of the row reach; then every logit of the top k is
+    // still offered and the result is the same, with fewer offers and cuts.
+    void seed_gate(float g) noexcept { gate_ = g > gate_ ? g : gate_; }
 
     // Keeps the k best (std::nth_element) and raises the gate to the k-th.
     void cut() noexcept;
