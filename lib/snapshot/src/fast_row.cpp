@@ -5,6 +5,7 @@
 #include <jsonlw/snapshot/fast_row.hpp>
 
 #include "fast_row_kernel.hpp"
+#include "sampled_fields.hpp"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -152,23 +153,10 @@ bool fast_row(const void* row, LogitDType dtype, std::int32_t vocab, std::int32_
     }
     // At least one logit is finite, so m_ref is: lse = m_ref + log(sum), sum >= 1.
     const double lse = static_cast<double>(st.lse.m_ref) + std::log(st.lse.sum);
-    const auto logprob = [lse](float x) noexcept {
-        return static_cast<float>(static_cast<double>(x) - lse);
-    };
+    const auto logprob = [lse](float x) noexcept { return detail::logprob_of(x, lse); };
     constexpr float qnan = std::numeric_limits<float>::quiet_NaN();
     std::uint16_t status = 0;
-    out.sampled_id = sampled_id;
-    if (sampled_valid) {
-        out.sampled_logit = sampled_x;
-        out.sampled_logprob = logprob(sampled_x);
-        out.sampled_rank = st.above + 1;
-    } else {
-        out.sampled_logit = qnan;
-        out.sampled_logprob = qnan;
-        out.sampled_rank = 0;
-        status |= flags::invalid_sampled_id;
-    }
-    if (!std::isfinite(out.sampled_logprob)) status |= flags::sampled_nonfinite;
+    status |= detail::fill_sampled(out, sampled_id, sampled_valid, sampled_x, st.above, lse);
     for (int j = 0; j < kk; ++j) {
         const std::int32_t id = st.top.id(j);
         const float x = load_logit(row, dtype, id);

@@ -13,6 +13,7 @@
 #include <jsonlw/snapshot/reference.hpp>
 
 #include "half_bits.hpp"
+#include "sampled_fields.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -520,22 +521,9 @@ void row_impl(const unsigned char* p, std::int32_t vocab, std::int32_t sampled_i
     // From here IEEE subtraction gives rule 6 on its own: x - NaN is NaN; with lse = +inf the
     // +inf entries give NaN and the rest -inf; with lse = -inf every (-inf) entry gives NaN;
     // in a plain row a -inf entry gives -inf.
-    const auto logprob = [lse](float x) noexcept {
-        return static_cast<float>(static_cast<double>(x) - lse);
-    };
+    const auto logprob = [lse](float x) noexcept { return detail::logprob_of(x, lse); };
 
-    out.sampled_id = sampled_id;
-    if (sampled_valid) {
-        out.sampled_logit = sampled_x;
-        out.sampled_logprob = logprob(sampled_x);
-        out.sampled_rank = keys.above + 1;
-    } else {
-        out.sampled_logit = qnan;
-        out.sampled_logprob = qnan;
-        out.sampled_rank = 0;
-        status |= flags::invalid_sampled_id;
-    }
-    if (!std::isfinite(out.sampled_logprob)) status |= flags::sampled_nonfinite;
+    status |= detail::fill_sampled(out, sampled_id, sampled_valid, sampled_x, keys.above, lse);
 
     std::sort(top.heap, top.heap + top.size, std::greater<>{});
     for (int j = 0; j < top.size; ++j) {
