@@ -190,8 +190,8 @@ namespace jsonlw {
 // Counters the writer keeps for tests: which records the batch pass decided, how many
 // records went through simdjson::minify.
 struct RawJsonWriterProbe {
-    static std::uint64_t batch_decided(const RawJsonWriter& w) { return w.batch_decided(); }
-    static std::uint64_t minify_passes(const RawJsonWriter& w) { return w.minify_passes(); }
+    static std::uint64_t batch_decided(const RawJsonWriter& w) { return w.encoder_->batch_decided(); }
+    static std::uint64_t minify_passes(const RawJsonWriter& w) { return w.encoder_->minify_passes(); }
 };
 }  // namespace jsonlw
 

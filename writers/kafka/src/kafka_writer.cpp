@@ -9,12 +9,21 @@
 
 namespace jsonlw {
 
-struct KafkaJsonWriter::Validator {
-    simdjson::dom::parser parser;
-    std::vector<char> minified;
-};
-
 namespace {
+
+// The writer's encoder: a JSON object text, validated and minified (I/O thread only).
+class KafkaTextEncoder final : public RecordEncoder<std::string> {
+public:
+    void serialize(const std::string& text, JsonLine& line) override;
+    std::size_t record_bytes(const std::string& text) const noexcept override
+    {
+        return text.size();
+    }
+
+private:
+    simdjson::dom::parser parser_;
+    std::vector<char> minified_;
+};
 
 // No brokers: inert, silently. No topic: inert, with the error said at construction.
 std::shared_ptr<KafkaSink> make_sink(const KafkaOptions& kafka, const WriterOptions& opts)
@@ -53,19 +62,19 @@ KafkaJsonWriter::KafkaJsonWriter(boost::asio::any_io_executor ex, WriterOptions 
 // `sink` is made from `kafka` here, before `kafka` is moved into the member.
 KafkaJsonWriter::KafkaJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts,
                                  KafkaOptions&& kafka, std::shared_ptr<KafkaSink> sink)
-    : JsonlRecordWriter<std::string>(
-          std::move(ex), kafka_writer_options(std::move(opts), kafka, sink)),
+    : JsonlRecordWriter<std::string>(std::move(ex),
+                                     kafka_writer_options(std::move(opts), kafka, sink),
+                                     std::make_shared<KafkaTextEncoder>()),
       kafka_(std::move(kafka)),
-      sink_(std::move(sink)),
-      validator_(std::make_unique<Validator>())
+      sink_(std::move(sink))
 {
 }
 
 KafkaJsonWriter::~KafkaJsonWriter()
 {
-    // A batch waiting for deliveries stops at its next slice (at most 100 ms).
+    // A batch waiting for deliveries stops at its next slice (at most 100 ms); the base's
+    // destructor then stops the writer.
     if (sink_) sink_->stop();
-    shutdown();
 }
 
 KafkaProducerStats KafkaJsonWriter::producer_stats() const noexcept
@@ -73,19 +82,18 @@ KafkaProducerStats KafkaJsonWriter::producer_stats() const noexcept
     return sink_ ? sink_->stats() : KafkaProducerStats{};
 }
 
-void KafkaJsonWriter::serialize(const std::string& text, JsonLine& line)
+void KafkaTextEncoder::serialize(const std::string& text, JsonLine& line)
 {
-    Validator& v = *validator_;
     const bool padded = text.capacity() - text.size() >= simdjson::SIMDJSON_PADDING;
     simdjson::dom::element root;
-    if (const auto err = v.parser.parse(text.data(), text.size(), !padded).get(root))
+    if (const auto err = parser_.parse(text.data(), text.size(), !padded).get(root))
         throw MalformedRecord(fmt::format("invalid JSON: {}", simdjson::error_message(err)));
     if (!root.is_object()) throw MalformedRecord("not a JSON object");
-    v.minified.resize(text.size());
+    minified_.resize(text.size());
     std::size_t len = 0;
-    if (const auto err = simdjson::minify(text.data(), text.size(), v.minified.data(), len))
+    if (const auto err = simdjson::minify(text.data(), text.size(), minified_.data(), len))
         throw MalformedRecord(fmt::format("invalid JSON: {}", simdjson::error_message(err)));
-    line.raw({v.minified.data(), len});
+    line.raw({minified_.data(), len});
 }
 
 }  // namespace jsonlw

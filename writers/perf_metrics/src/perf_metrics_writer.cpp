@@ -1,5 +1,6 @@
 #include <jsonlw/perf_metrics_writer.hpp>
 
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -49,20 +50,18 @@ PerfMetricsWriter::PerfMetricsWriter(boost::asio::any_io_executor ex,
                                      std::filesystem::path directory, std::string kind,
                                      PerfMetricsOptions extra)
     : JsonlRecordWriter<PerfMetricsRecord>(
-          std::move(ex), writer_options(std::move(directory), kind, std::move(extra))),
+          std::move(ex), writer_options(std::move(directory), kind, std::move(extra)),
+          std::make_shared<PerfMetricsEncoder>()),
       kind_(std::move(kind))
 {
 }
 
-// serialize() uses no member today; stopping first keeps it safe if one is added.
-PerfMetricsWriter::~PerfMetricsWriter() { shutdown(); }
-
-void PerfMetricsWriter::serialize(const PerfMetricsRecord& rec, JsonLine& line)
+void PerfMetricsEncoder::serialize(const PerfMetricsRecord& rec, JsonLine& line)
 {
     serialize_perf_metrics(rec, line);
 }
 
-std::size_t PerfMetricsWriter::record_bytes(const PerfMetricsRecord& rec) const noexcept
+std::size_t PerfMetricsEncoder::record_bytes(const PerfMetricsRecord& rec) const noexcept
 {
     return phase_size(rec.server) + phase_size(rec.ctx) + phase_size(rec.gen) +
            (rec.disagg ? phase_bytes : 0);

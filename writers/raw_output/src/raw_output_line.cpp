@@ -1,7 +1,7 @@
 // RawOutputWriter's encoder, run by its writer half on the I/O thread (and the serializer
 // threads): the one JSON line a record becomes (serialize_raw_output) and the size hint a
 // batch is cut by (raw_output_record_bytes). The hook that builds the records is
-// raw_output_writer.cpp's, the hour folders raw_output_record_writer.cpp's.
+// raw_output_writer.cpp's, the hour folders raw_output_encoder.cpp's.
 #include <jsonlw/raw_output_record.hpp>
 
 #include "raw_output_logprobs.hpp"

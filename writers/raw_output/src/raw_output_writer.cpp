@@ -1,10 +1,10 @@
 // RawOutputWriter, the hook half, on the caller's threads: chunks, per-token data and ends
 // taken into the outputs in flight (raw_output_state.cpp, under one mutex), the hook's
 // counters and warnings, and the hand-over of finished records to the writer half
-// (raw_output_record_writer.cpp; the line each record becomes is raw_output_line.cpp's).
+// (raw_output_encoder.cpp; the line each record becomes is raw_output_line.cpp's).
 #include <jsonlw/raw_output_writer.hpp>
 
-#include "raw_output_record_writer.hpp"
+#include "raw_output_encoder.hpp"
 #include "raw_output_state.hpp"
 
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
@@ -54,8 +54,9 @@ bool crosses_log_mark(std::uint64_t before, std::uint64_t after) noexcept
 
 RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts)
     : state_(std::make_unique<State>(!opts.directory.empty(), opts.max_pending)),
-      records_(std::make_unique<detail::RawOutputRecordWriter>(
-          std::move(ex), writer_options(opts), state_->file_name, state_->shells))
+      records_(std::make_unique<JsonlRecordWriter<RawOutputRecord>>(
+          std::move(ex), writer_options(opts),
+          std::make_shared<detail::RawOutputEncoder>(state_->file_name, state_->shells)))
 {
     if (!state_->enabled)
         warn(fmt::format("Raw output recording is off: {} / RawOutputOptions::directory is "

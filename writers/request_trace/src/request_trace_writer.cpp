@@ -70,19 +70,27 @@ WriterOptions base_options(const RequestTraceOptions& o,
     return w;
 }
 
-}  // namespace
+std::string file_name(Kind k, std::string_view suffix)
+{
+    return fmt::format("{}{}.jsonl", k == Kind::request ? "requests" : "responses", suffix);
+}
 
-struct RequestTraceWriter::Impl {
-    Impl(const RequestTraceOptions& o, std::shared_ptr<detail::TraceAccounting> ledger)
-        : directory(o.directory), suffix(writer_suffix_of(o)),
-          accounting(std::move(ledger))
-    {
-    }
+// The writer's encoder: a request or response record as a line; a batch grouped by (UTC
+// hour, kind), each group to the sink under "<hour>/<requests|responses><suffix>.jsonl".
+// I/O thread only (serializer_threads is 1: the parser and scratch are shared).
+class TraceEncoder final : public RecordEncoder<RequestTraceRecord> {
+public:
+    explicit TraceEncoder(std::string suffix) : suffix(std::move(suffix)) {}
 
-    std::string file_name(Kind k) const
+    void serialize(const RequestTraceRecord& rec, JsonLine& line) override
     {
-        return fmt::format("{}{}.jsonl", k == Kind::request ? "requests" : "responses", suffix);
+        std::visit([&](const auto& r) { write(r, line); }, rec);
     }
+    void write_batch(std::span<const RequestTraceRecord> batch,
+                     BatchOutput<RequestTraceRecord>& out) override;
+    std::size_t record_bytes(const RequestTraceRecord& rec) const noexcept override;
+
+private:
 
     void timestamp(JsonLine& line, WallClock::time_point tp)
     {
@@ -204,10 +212,7 @@ struct RequestTraceWriter::Impl {
         std::vector<const RequestTraceRecord*> records;
     };
 
-    const std::filesystem::path directory;
     const std::string suffix;
-    // Durable mode only: the ledger the sink decorator (LedgerSink) fills and publishes.
-    const std::shared_ptr<detail::TraceAccounting> accounting;
 
     // I/O thread only.
     simdjson::dom::parser parser;
@@ -217,6 +222,8 @@ struct RequestTraceWriter::Impl {
     std::size_t used = 0;
 };
 
+}  // namespace
+
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
     : RequestTraceWriter(std::move(ex), opts, ledger_for(opts))
 {
@@ -225,13 +232,11 @@ RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestT
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex,
                                        const RequestTraceOptions& opts,
                                        std::shared_ptr<detail::TraceAccounting> ledger)
-    : JsonlRecordWriter<RequestTraceRecord>(std::move(ex), base_options(opts, ledger)),
-      impl_(std::make_unique<Impl>(opts, std::move(ledger)))
+    : JsonlRecordWriter<RequestTraceRecord>(std::move(ex), base_options(opts, ledger),
+                                            std::make_shared<TraceEncoder>(writer_suffix_of(opts))),
+      directory_(opts.directory), suffix_(writer_suffix_of(opts)), accounting_(std::move(ledger))
 {
 }
-
-// serialize() uses the writer's parser: the I/O thread must be done with it first.
-RequestTraceWriter::~RequestTraceWriter() { shutdown(); }
 
 RecordResult RequestTraceWriter::record_request(RequestTrace rec)
 {
@@ -248,41 +253,37 @@ RecordResult RequestTraceWriter::record_response(ResponseTrace rec)
 const std::string& RequestTraceWriter::generation() const noexcept
 {
     static const std::string none;
-    return impl_->accounting ? impl_->accounting->generation() : none;
+    return accounting_ ? accounting_->generation() : none;
 }
 
 std::filesystem::path RequestTraceWriter::sidecar_path() const
 {
-    return impl_->accounting ? impl_->accounting->sidecar_path() : std::filesystem::path{};
+    return accounting_ ? accounting_->sidecar_path() : std::filesystem::path{};
 }
 
-const std::string& RequestTraceWriter::writer_suffix() const noexcept { return impl_->suffix; }
+const std::string& RequestTraceWriter::writer_suffix() const noexcept { return suffix_; }
 
 std::filesystem::path RequestTraceWriter::requests_file(WallClock::time_point t) const
 {
-    return impl_->directory / utc_hour(t) / impl_->file_name(Kind::request);
+    return directory_ / utc_hour(t) / file_name(Kind::request, suffix_);
 }
 
 std::filesystem::path RequestTraceWriter::responses_file(WallClock::time_point t) const
 {
-    return impl_->directory / utc_hour(t) / impl_->file_name(Kind::response);
+    return directory_ / utc_hour(t) / file_name(Kind::response, suffix_);
 }
 
-void RequestTraceWriter::serialize(const RequestTraceRecord& rec, JsonLine& line)
+void TraceEncoder::write_batch(std::span<const RequestTraceRecord> batch,
+                               BatchOutput<RequestTraceRecord>& out)
 {
-    std::visit([&](const auto& r) { impl_->write(r, line); }, rec);
-}
-
-void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
-{
-    Impl& d = *impl_;
+    TraceEncoder& d = *this;
     d.used = 0;
     // Group by (UTC hour, kind), in order of first appearance; order within a group kept.
     for (const RequestTraceRecord& rec : batch) {
         const auto hour = std::chrono::floor<std::chrono::hours>(stamp_of(rec));
         const Kind kind = rec.index() == 0 ? Kind::request : Kind::response;
         auto it = std::find_if(d.groups.begin(), d.groups.begin() + d.used,
-                               [&](const Impl::Group& g) { return g.hour == hour && g.kind == kind; });
+                               [&](const Group& g) { return g.hour == hour && g.kind == kind; });
         if (it == d.groups.begin() + d.used) {
             if (d.used == d.groups.size()) d.groups.emplace_back();
             it = d.groups.begin() + d.used++;
@@ -293,20 +294,20 @@ void RequestTraceWriter::write_batch(std::span<const RequestTraceRecord> batch)
         it->records.push_back(&rec);
     }
     for (std::size_t i = 0; i < d.used; ++i) {
-        Impl::Group& g = d.groups[i];
-        const std::string rel = fmt::format("{}/{}", utc_hour(g.hour), d.file_name(g.kind));
-        const Lines lines = serialize_batch(
+        Group& g = d.groups[i];
+        const std::string rel = fmt::format("{}/{}", utc_hour(g.hour), file_name(g.kind, d.suffix));
+        const Lines lines = out.serialize_batch(
             std::span<const RequestTraceRecord* const>(g.records.data(), g.records.size()));
         g.records.clear();
         if (lines.records == 0) continue;  // every record of the group was malformed
         // The sink isolates a torn tail with '\n' (r.isolated_fragment) and classifies the
         // lines of a failed append; in durable mode the ledger (LedgerSink) mirrors both and
         // publishes the sidecar after the batch, with the engine's counters.
-        write_lines(rel, lines);
+        out.write_lines(rel, lines);
     }
 }
 
-std::size_t RequestTraceWriter::record_bytes(const RequestTraceRecord& rec) const noexcept
+std::size_t TraceEncoder::record_bytes(const RequestTraceRecord& rec) const noexcept
 {
     constexpr std::size_t overhead = 160;  // keys, stamps, ids
     if (const auto* q = std::get_if<RequestTrace>(&rec)) {

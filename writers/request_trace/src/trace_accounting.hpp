@@ -40,7 +40,7 @@ struct ShardAccount {
     std::vector<UnknownExtent> unknown_extents;
 };
 
-// Used by the I/O thread, by the writer's destructor after the base's shutdown(), and by the
+// Used by the I/O thread (LedgerSink), by the sink's close() when the writer stops, and by the
 // thread that publishes the closed sidecar when a close times out (the I/O thread may then
 // still be stuck in an append, and may resume): every member function locks `mu_`.
 class TraceAccounting {

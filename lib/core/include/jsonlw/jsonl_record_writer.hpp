@@ -1,16 +1,21 @@
 // JsonlRecordWriter<Record>: writes records as JSON Lines from inside an Asio program without
-// blocking it. The base owns the queue, batching, the drain, the I/O thread, accounting, logs,
-// flush and close; a subclass says only how a record becomes a line (serialize) and, for a
-// layout other than one file, where lines go (write_batch).
+// blocking it. It is the engine — the queue, batching, the drain, the I/O thread, accounting,
+// logs, flush and close — and drives an encoder that says how a record becomes a line and
+// where a batch's lines go. Two ways to give it one:
+//   - an encoder object (RecordEncoder<Record>, record_encoder.hpp), owned by the engine:
+//       JsonlRecordWriter<MyRecord> w(ex, opts, std::make_shared<MyEncoder>());
+//   - a subclass overriding the virtual functions below (serialize, and write_batch for a
+//     layout other than the sink), which the engine calls through an adapter.
 //
 // Thread-safety: submit(), async_submit(), async_flush(), async_close() and stats() may be
-// called from any thread, concurrently. start() from one thread. write_batch() runs on the
-// writer's I/O thread, one batch at a time, and so does serialize() — except with
-// WriterOptions::serializer_threads > 1 in a writer that declares concurrent_serialize(),
-// where serialize() also runs on the writer's helper threads, for different records of the
-// same unit of batches at once, before that unit's write_batch() calls. Lifetime: destroy the writer before the
-// execution context of its executor; a subclass whose serialize()/write_batch() use its own
-// members calls shutdown() first thing in its destructor.
+// called from any thread, concurrently. start() from one thread. The encoder's functions run
+// on the writer's I/O thread, one batch at a time, and with WriterOptions::serializer_threads
+// > 1 and concurrent_serialize() true, serialize() also on the writer's helper threads (for
+// different records of a unit, before that unit's write_batch() calls). Lifetime: destroy the
+// writer before the execution context of its executor. An encoder object lives as long as
+// the engine needs it; a subclass whose overrides use its own members calls shutdown() first
+// thing in its destructor (the engine cannot stop before a derived object's members are
+// destroyed).
 #pragma once
 
 #include <jsonlw/append_result.hpp>
@@ -19,6 +24,7 @@
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/lines.hpp>
 #include <jsonlw/malformed_record.hpp>
+#include <jsonlw/record_encoder.hpp>
 #include <jsonlw/submit_result.hpp>
 #include <jsonlw/writer_options.hpp>
 #include <jsonlw/writer_stats.hpp>
@@ -36,6 +42,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <span>
 #include <system_error>
 #include <type_traits>
@@ -43,15 +50,29 @@
 
 namespace jsonlw {
 
+namespace detail {
+template <class Record>
+class WriterHooks;
+}
+
 template <class Record>
 class JsonlRecordWriter {
 public:
     using record_type = Record;
 
     // Reads the options once; allocates the queue. Creates nothing on disk until start().
-    JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts)
+    // `encoder` (not null: std::invalid_argument) is kept until the engine is done with it.
+    JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts,
+                      std::shared_ptr<RecordEncoder<Record>> encoder)
         : core_(std::make_shared<detail::WriterCore>(std::move(ex), std::move(opts))),
-          engine_(core_, *this)
+          engine_(core_, encoder ? std::move(encoder)
+                                 : throw std::invalid_argument("JsonlRecordWriter: no encoder"))
+    {
+    }
+    // For a subclass: its virtual functions below are the encoder.
+    JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts)
+        : JsonlRecordWriter(std::move(ex), std::move(opts),
+                            std::make_shared<detail::WriterHooks<Record>>(*this))
     {
     }
     JsonlRecordWriter(const JsonlRecordWriter&) = delete;
@@ -153,9 +174,18 @@ public:
     boost::asio::any_io_executor get_executor() const noexcept { return core_->executor(); }
 
 protected:
+    // A subclass's encoder (unused when the writer was given an encoder object): the same
+    // functions as RecordEncoder's, with the batch helpers below as members.
+    //
     // How a record becomes one line. Throw MalformedRecord to drop it alone (counted,
-    // logged); any other exception drops it as unexpected.
-    virtual void serialize(const Record& rec, JsonLine& line) = 0;
+    // logged); any other exception drops it as unexpected. A subclass must override it.
+    virtual void serialize(const Record& rec, JsonLine& line)
+    {
+        (void)rec;
+        (void)line;
+        throw std::logic_error("JsonlRecordWriter: serialize() is not overridden and the "
+                               "writer was given no encoder");
+    }
 
     // Where a batch's lines go. The default sends them to the writer's sink
     // (WriterOptions::sink; by default a FileSink, the file file_path() names). An override
@@ -164,7 +194,7 @@ protected:
     // exactly one of them (a record neither produces counts as unexpected).
     virtual void write_batch(std::span<const Record> batch)
     {
-        core_->write_lines({}, serialize_batch(batch));
+        engine_.write_lines({}, engine_.serialize_batch(batch));
     }
 
     // Which other exceptions from serialize() mean "cannot be represented" (default none).
@@ -193,64 +223,73 @@ protected:
     // A size estimate in bytes, used to cap a batch at batch_bytes (default 0: unknown).
     virtual std::size_t record_bytes(const Record&) const noexcept { return 0; }
 
-    // Serializes a group with the shared malformed accounting. The result stays valid until
-    // the next call. I/O thread only. The pointer form serves layouts that group records
-    // which are not adjacent in the batch (a file per kind, say).
-    Lines serialize_batch(std::span<const Record> group)
-    {
-        return engine_.serialize_batch(group, [](const Record& r) -> const Record& { return r; });
-    }
+    // The batch helpers of BatchOutput (record_encoder.hpp), for write_batch(). I/O thread
+    // only. serialize_batch(): a group's lines, valid until the next call (the pointer form
+    // for records not adjacent in the batch). write_lines(): to the writer's sink under
+    // `key` (a PartitionedFileSink's file). append(): to a file `path` (created with its
+    // parents; fsync per durability). settle(): lines delivered somewhere the engine cannot
+    // see. Each counts what it reports (written, unknown, write_error).
+    Lines serialize_batch(std::span<const Record> group) { return engine_.serialize_batch(group); }
     Lines serialize_batch(std::span<const Record* const> group)
     {
-        return engine_.serialize_batch(group, [](const Record* r) -> const Record& { return *r; });
+        return engine_.serialize_batch(group);
     }
-
-    // Appends complete lines to `path` (created with its parents; descriptor kept open, one
-    // write per call, fsync per durability). Counts them as written; on failure, lines whose
-    // bytes partly landed as unknown and the rest as write_error, with a rate-limited
-    // warning. I/O thread only.
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept
     {
-        return core_->append(path, lines);
+        return engine_.append(path, lines);
     }
-
-    // Sends complete lines to the writer's sink under `key` (a PartitionedFileSink's file,
-    // relative to the directory; ignored by a FileSink), counted from what the sink reports
-    // as append() counts. I/O thread only.
     AppendResult write_lines(std::string_view key, const Lines& lines) noexcept
     {
-        return core_->write_lines(key, lines);
+        return engine_.write_lines(key, lines);
     }
-
-    // For a write_batch whose lines go somewhere other than a file (a message broker, a
-    // socket): how they fared, counted as append() counts — `delivered` written (their
-    // delivered_bytes added to stats().bytes; by default, all of lines' bytes when every
-    // line was delivered, else none), `failed` write_error, the rest of lines.records
-    // unknown (no outcome known). Call it once per group of lines serialize_batch()
-    // returned; the caller logs its own failures (it knows them best). I/O thread only.
     AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
                         std::optional<std::uint64_t> delivered_bytes = {}) noexcept
     {
-        // `delivered` may exceed the group (a caller that counts per batch, not per group):
-        // every line delivered then.
-        const std::uint64_t bytes = delivered_bytes ? *delivered_bytes
-                                    : delivered >= lines.records ? lines.bytes.size()
-                                                                 : 0;
-        return core_->settle(lines, delivered, failed, bytes);
+        return engine_.settle(lines, delivered, failed, delivered_bytes);
     }
 
     // Stops the writer for good: intake closed, the running batch waited for, the queue
-    // discarded (counted as shutdown). Subclasses with state call it in their destructor.
+    // discarded (counted as shutdown). The destructor calls it; a subclass whose overrides
+    // use its own members calls it first in its destructor. Harmless twice.
     void shutdown() noexcept
     {
         if (core_) core_->shutdown();
     }
 
 private:
-    friend class detail::RecordEngine<Record>;
+    friend class detail::WriterHooks<Record>;
 
     std::shared_ptr<detail::WriterCore> core_;
     detail::RecordEngine<Record> engine_;  // the queue, the staged batches, serialization
 };
 
+namespace detail {
+
+// The encoder of a writer subclass: forwards to the writer's virtual functions. Owned by the
+// writer's engine; runs where RecordEncoder's functions run.
+template <class Record>
+class WriterHooks final : public RecordEncoder<Record> {
+public:
+    explicit WriterHooks(JsonlRecordWriter<Record>& w) noexcept : w_(w) {}
+    void serialize(const Record& rec, JsonLine& line) override { w_.serialize(rec, line); }
+    void write_batch(std::span<const Record> batch, BatchOutput<Record>&) override
+    {
+        w_.write_batch(batch);
+    }
+    std::size_t record_bytes(const Record& rec) const noexcept override
+    {
+        return w_.record_bytes(rec);
+    }
+    bool malformed_error(const std::exception& e) const noexcept override
+    {
+        return w_.malformed_error(e);
+    }
+    bool concurrent_serialize() const noexcept override { return w_.concurrent_serialize(); }
+    void begin_chunk(std::span<const Record> chunk) noexcept override { w_.begin_chunk(chunk); }
+
+private:
+    JsonlRecordWriter<Record>& w_;
+};
+
+}  // namespace detail
 }  // namespace jsonlw

@@ -13,8 +13,10 @@
 #include <jsonlw/malformed_record.hpp>
 #include <jsonlw/overflow.hpp>
 #include <jsonlw/path_component.hpp>
+#include <jsonlw/raw_json_encoder.hpp>
 #include <jsonlw/raw_json_text.hpp>
 #include <jsonlw/raw_json_writer.hpp>
+#include <jsonlw/record_encoder.hpp>
 #include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/sinks/line_sink.hpp>
 #include <jsonlw/sinks/memory_sink.hpp>

@@ -27,26 +27,18 @@ public:
     // `opts` configures the queue, batching, close and logs; its directory, file_io, the
     // rotation fields and sink are not used.
     KafkaJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, KafkaOptions kafka);
+    // Stops waiting for deliveries, then stops the writer (the engine keeps the encoder).
     ~KafkaJsonWriter() override;
 
     const KafkaOptions& kafka_options() const noexcept { return kafka_; }
     KafkaProducerStats producer_stats() const noexcept;
 
-protected:
-    void serialize(const std::string& text, JsonLine& line) override;
-    std::size_t record_bytes(const std::string& text) const noexcept override
-    {
-        return text.size();
-    }
-
 private:
-    struct Validator;
     KafkaJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, KafkaOptions&& kafka,
                     std::shared_ptr<KafkaSink> sink);
 
     KafkaOptions kafka_;
-    std::shared_ptr<KafkaSink> sink_;        // null when inert
-    std::unique_ptr<Validator> validator_;  // serialize(): I/O thread only
+    std::shared_ptr<KafkaSink> sink_;  // null when inert
 };
 
 }  // namespace jsonlw

@@ -1,7 +1,7 @@
 // PerfMetricsWriter: per-request performance metrics as JSON Lines, the C++ counterpart of
 // TensorRT-LLM's PerfMetricsJsonlWriter. A configuration of JsonlRecordWriter: the base owns
 // the queue, batching, I/O thread, accounting and logs; this class fixes the constants and
-// says how a PerfMetricsRecord becomes a line (serialize_perf_metrics()).
+// gives it PerfMetricsEncoder (a PerfMetricsRecord as a line: serialize_perf_metrics()).
 //
 // Files: <directory>/perf_metrics-<kind>-<hostname>-<pid>-<YYYYMMDDTHHMMSSZ>.jsonl, one per
 // writer lifetime (the time is taken at start()). Log subject "performance metrics", e.g.
@@ -16,6 +16,7 @@
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/log.hpp>
 #include <jsonlw/overflow.hpp>
+#include <jsonlw/perf_metrics_encoder.hpp>
 #include <jsonlw/perf_metrics_record.hpp>
 #include <jsonlw/writer_options.hpp>
 
@@ -54,19 +55,12 @@ public:
     // [A-Za-z0-9._-] (std::invalid_argument otherwise: it becomes part of a file name).
     PerfMetricsWriter(boost::asio::any_io_executor ex, std::filesystem::path directory,
                       std::string kind, PerfMetricsOptions extra = {});
-    ~PerfMetricsWriter() override;
 
     const std::string& kind() const noexcept { return kind_; }
 
     // The WriterOptions this writer runs with (exposed for tests and tools).
     static WriterOptions writer_options(std::filesystem::path directory, const std::string& kind,
                                         PerfMetricsOptions extra);
-
-protected:
-    void serialize(const PerfMetricsRecord& rec, JsonLine& line) override;
-    // serialize() reads only its record: serializer_threads > 1 is honoured.
-    bool concurrent_serialize() const noexcept override { return true; }
-    std::size_t record_bytes(const PerfMetricsRecord& rec) const noexcept override;
 
 private:
     std::string kind_;

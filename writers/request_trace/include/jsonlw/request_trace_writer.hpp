@@ -73,7 +73,6 @@ public:
         : RequestTraceWriter(std::move(ex), RequestTraceOptions{std::move(opts)})
     {
     }
-    ~RequestTraceWriter() override;
 
     // Queue one line. A zero recorded_at/finished_at is stamped now (a clock read, no
     // system call). Never blocks; returns what happened to the record.
@@ -89,16 +88,13 @@ public:
     std::filesystem::path requests_file(WallClock::time_point t) const;
     std::filesystem::path responses_file(WallClock::time_point t) const;
 
-protected:
-    void serialize(const RequestTraceRecord& rec, JsonLine& line) override;
-    void write_batch(std::span<const RequestTraceRecord> batch) override;
-    std::size_t record_bytes(const RequestTraceRecord& rec) const noexcept override;
-
 private:
-    struct Impl;
     RequestTraceWriter(boost::asio::any_io_executor ex, const RequestTraceOptions& opts,
                        std::shared_ptr<detail::TraceAccounting> ledger);
-    std::unique_ptr<Impl> impl_;
+    const std::filesystem::path directory_;
+    const std::string suffix_;
+    // Durable mode only: the ledger the sink decorator (LedgerSink) fills and publishes.
+    const std::shared_ptr<detail::TraceAccounting> accounting_;
 };
 
 }  // namespace jsonlw

@@ -3,8 +3,8 @@
 // helpers), the full-queue policies — which the record-type-independent WriterCore drives
 // through QueueHooks. Owned by JsonlRecordWriter<Record> (one per writer); submit() and
 // emplace() run on any thread, everything else on the writer's I/O thread or under the
-// core's consumer lock. It calls the writer's encoder (serialize(), record_bytes(), ...)
-// and its write_batch().
+// core's consumer lock. It owns the writer's encoder (record_encoder.hpp) and is the
+// BatchOutput the encoder's write_batch() writes through.
 #pragma once
 
 #include <jsonlw/detail/bounded_ring.hpp>
@@ -14,6 +14,7 @@
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/lines.hpp>
 #include <jsonlw/malformed_record.hpp>
+#include <jsonlw/record_encoder.hpp>
 #include <jsonlw/submit_result.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -21,6 +22,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -30,18 +32,15 @@
 #include <type_traits>
 #include <vector>
 
-namespace jsonlw {
-template <class Record>
-class JsonlRecordWriter;
-}
-
 namespace jsonlw::detail {
 
 template <class Record>
-class RecordEngine final : private QueueHooks {
+class RecordEngine final : private QueueHooks, public BatchOutput<Record> {
 public:
-    RecordEngine(std::shared_ptr<WriterCore> core, JsonlRecordWriter<Record>& w)
-        : core_(std::move(core)), w_(w), ring_(core_->options().queue_capacity)
+    // `encoder` is not null (JsonlRecordWriter checks).
+    RecordEngine(std::shared_ptr<WriterCore> core, std::shared_ptr<RecordEncoder<Record>> encoder)
+        : core_(std::move(core)), encoder_(std::move(encoder)), enc_(*encoder_),
+          ring_(core_->options().queue_capacity)
     {
         core_->bind(this);
         // A unit holds up to serializer_threads batches (see WriterOptions).
@@ -84,22 +83,39 @@ public:
         FullQueue<Record>::submit_async(core_, ring_, std::move(rec), std::move(handler));
     }
 
-    // Serializes a group with the shared malformed accounting (JsonlRecordWriter::
-    // serialize_batch). I/O thread only.
-    template <class Range, class Deref>
-    Lines serialize_batch(const Range& group, Deref deref)
+    // --- BatchOutput (I/O thread) ---
+    Lines serialize_batch(std::span<const Record> group) override
     {
-        return serialize_each(group, deref);
+        return serialize_each(group, [](const Record& r) -> const Record& { return r; });
     }
-
-    bool preserialized(const Record& rec) const noexcept
+    Lines serialize_batch(std::span<const Record* const> group) override
+    {
+        return serialize_each(group, [](const Record* r) -> const Record& { return *r; });
+    }
+    AppendResult write_lines(std::string_view key, const Lines& lines) noexcept override
+    {
+        return core_->write_lines(key, lines);
+    }
+    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept override
+    {
+        return core_->append(path, lines);
+    }
+    bool preserialized(const Record& rec) const noexcept override
     {
         const std::size_t i = staged_index(rec);
         return i != not_staged && core_->serial_cache().find(i) != nullptr;
     }
 
+    const std::shared_ptr<RecordEncoder<Record>>& encoder() const noexcept { return encoder_; }
+
 private:
     using Ring = BoundedRing<Record>;
+
+    AppendResult settle_counted(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
+                                std::uint64_t bytes) noexcept override
+    {
+        return core_->settle(lines, delivered, failed, bytes);
+    }
 
     static constexpr std::size_t not_staged = static_cast<std::size_t>(-1);
     // The staging index of `rec`; not_staged when it is not one of the unit's records (a
@@ -131,7 +147,7 @@ private:
             if (envelope) core_->envelope_open(buf, seq);
             const std::size_t body = buf.size();
             JsonLine line(buf);
-            w_.serialize(rec, line);
+            enc_.serialize(rec, line);
             if (line.view().empty()) throw MalformedRecord("serialize() wrote nothing");
             if (envelope) core_->envelope_close(buf, body);
             buf.push_back('\n');
@@ -143,7 +159,7 @@ private:
             return Serialized::malformed;
         } catch (const std::exception& e) {
             buf.resize(at);
-            const auto kind = w_.malformed_error(e) ? Serialized::malformed
+            const auto kind = enc_.malformed_error(e) ? Serialized::malformed
                                                  : Serialized::unexpected;
             fail(kind, e.what());
             return kind;
@@ -221,7 +237,7 @@ private:
         // staging_ (and staging_seq_) hold batch_records already: push_back does not
         // allocate (nor throw).
         const auto take = [&](Record&& r, std::uint64_t pos) noexcept {
-            bytes += w_.record_bytes(r);
+            bytes += enc_.record_bytes(r);
             staging_.push_back(std::move(r));
             if (envelope) staging_seq_.push_back(pos + refused);
         };
@@ -238,7 +254,8 @@ private:
         std::size_t begin = 0;
         for (const std::size_t end : batch_ends_) {
             try {
-                w_.write_batch(std::span<const Record>(staging_.data() + begin, end - begin));
+                enc_.write_batch(std::span<const Record>(staging_.data() + begin, end - begin),
+                                 *this);
             } catch (const std::exception& e) {
                 core_->on_unexpected(Stage::write, e.what());
             } catch (...) {
@@ -254,7 +271,7 @@ private:
     void serialize_chunk(SerialChunk& chunk, std::uint32_t chunk_index,
                          SerialEntry* entries) noexcept override
     {
-        w_.begin_chunk(std::span<const Record>(staging_.data() + chunk.first, chunk.count));
+        enc_.begin_chunk(std::span<const Record>(staging_.data() + chunk.first, chunk.count));
         LineBuffer& buf = chunk.bytes;
         for (std::size_t i = chunk.first; i < chunk.first + chunk.count; ++i) {
             SerialEntry& e = entries[i];
@@ -277,7 +294,7 @@ private:
                         : 0;
         }
     }
-    bool serializes_concurrently() const noexcept override { return w_.concurrent_serialize(); }
+    bool serializes_concurrently() const noexcept override { return enc_.concurrent_serialize(); }
     std::size_t discard_queued() noexcept override
     {
         std::size_t n = 0;
@@ -293,7 +310,8 @@ private:
 
 
     std::shared_ptr<WriterCore> core_;
-    JsonlRecordWriter<Record>& w_;
+    const std::shared_ptr<RecordEncoder<Record>> encoder_;  // kept until the writer is gone
+    RecordEncoder<Record>& enc_;
     Ring ring_;
     std::vector<Record> staging_;            // I/O thread only
     std::vector<std::uint64_t> staging_seq_;  // their envelope seq numbers, under envelope

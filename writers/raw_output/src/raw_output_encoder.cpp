@@ -1,6 +1,6 @@
-// RawOutputRecordWriter's I/O-thread side: the hour-folder grouping and the buffer hand-back
+// RawOutputEncoder's I/O-thread side: the hour-folder grouping and the buffer hand-back
 // (serialize() and record_bytes() are raw_output_line.cpp's).
-#include "raw_output_record_writer.hpp"
+#include "raw_output_encoder.hpp"
 
 #include <jsonlw/utc_time.hpp>
 
@@ -12,14 +12,13 @@
 
 namespace jsonlw::detail {
 
-RawOutputRecordWriter::RawOutputRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts,
-                                             std::string file_name, RecordShells& shells)
-    : JsonlRecordWriter<RawOutputRecord>(std::move(ex), std::move(opts)),
-      file_name_(std::move(file_name)), shells_(shells)
+RawOutputEncoder::RawOutputEncoder(std::string file_name, RecordShells& shells)
+    : file_name_(std::move(file_name)), shells_(shells)
 {
 }
 
-void RawOutputRecordWriter::write_batch(std::span<const RawOutputRecord> batch)
+void RawOutputEncoder::write_batch(std::span<const RawOutputRecord> batch,
+                                   BatchOutput<RawOutputRecord>& out)
 {
     if (batch.empty()) return;
     using std::chrono::floor;
@@ -36,7 +35,7 @@ void RawOutputRecordWriter::write_batch(std::span<const RawOutputRecord> batch)
         return floor<hours>(r.finished_at) == first;
     });
     if (one_hour) {
-        write_lines(key_for(batch.front().finished_at), serialize_batch(batch));
+        out.write_lines(key_for(batch.front().finished_at), out.serialize_batch(batch));
     } else {
         // Records that straddle an hour: one group per hour, in order of first appearance.
         std::vector<std::pair<decltype(first), std::vector<const RawOutputRecord*>>> groups;
@@ -51,8 +50,8 @@ void RawOutputRecordWriter::write_batch(std::span<const RawOutputRecord> batch)
             g->second.push_back(&r);
         }
         for (const auto& [h, group] : groups)
-            write_lines(key_for(group.front()->finished_at),
-                        serialize_batch(std::span<const RawOutputRecord* const>(group)));
+            out.write_lines(key_for(group.front()->finished_at),
+                            out.serialize_batch(std::span<const RawOutputRecord* const>(group)));
     }
     // The batch's lines are written and nothing reads its records again before the engine
     // destroys them: their buffers go back to the hook (RecordShells), so the hook's thread

@@ -1,9 +1,13 @@
+// RawJsonEncoder (raw_json_encoder.hpp): validation and minification of JSON text records,
+// batch by batch; and the RawJsonWriter preset that uses it.
+#include <jsonlw/raw_json_encoder.hpp>
 #include <jsonlw/raw_json_writer.hpp>
 
 #include <fmt/format.h>
 #include <simdjson.h>
 
 #include <algorithm>
+#include <memory>
 #include <cstring>
 #include <vector>
 
@@ -52,7 +56,7 @@ constexpr std::size_t max_stream_bytes = 256 * 1024;
 
 }  // namespace
 
-struct RawJsonWriter::Validator {
+struct RawJsonEncoder::Validator {
     simdjson::dom::parser parser;
     std::vector<char> minified;
     std::string scratch;                  // trusted mode: a record with CR/LF replaced
@@ -67,48 +71,59 @@ struct RawJsonWriter::Validator {
 
 RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts,
                              RawJsonOptions raw)
-    : JsonlRecordWriter<RawJsonText>(std::move(ex), std::move(opts)), raw_(raw)
+    : RawJsonWriter(std::move(ex), opts, std::make_shared<RawJsonEncoder>(raw, opts))
+{
+}
+
+RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts,
+                             std::shared_ptr<RawJsonEncoder> encoder)
+    : JsonlRecordWriter<RawJsonText>(std::move(ex), std::move(opts), encoder),
+      encoder_(encoder.get())
+{
+}
+
+RawJsonEncoder::RawJsonEncoder(RawJsonOptions raw, const WriterOptions& writer) : raw_(raw)
 {
     // One parser per serializer thread (slot 0: the I/O thread).
-    const std::size_t slots = std::clamp<std::size_t>(options().serializer_threads, 1, 64);
+    const std::size_t slots = std::clamp<std::size_t>(writer.serializer_threads, 1, 64);
     for (std::size_t i = 0; i < slots; ++i) validators_.push_back(std::make_unique<Validator>());
 }
 
-RawJsonWriter::~RawJsonWriter() { shutdown(); }
+RawJsonEncoder::~RawJsonEncoder() = default;
 
-void RawJsonWriter::write_batch(std::span<const RawJsonText> batch)
+void RawJsonEncoder::write_batch(std::span<const RawJsonText> batch, BatchOutput<RawJsonText>& out)
 {
     struct End {
-        RawJsonWriter* w;
-        ~End() { w->end_batch(); }
+        RawJsonEncoder* e;
+        ~End() { e->end_batch(); }
     } end{this};
     // Records the serializer threads did already were validated chunk by chunk.
-    if (!batch.empty() && !preserialized(batch.front())) begin_batch(batch);
-    JsonlRecordWriter<RawJsonText>::write_batch(batch);
+    if (!batch.empty() && !out.preserialized(batch.front())) begin_batch(batch);
+    out.write_lines({}, out.serialize_batch(batch));
 }
 
-std::uint64_t RawJsonWriter::batch_decided() const noexcept
+std::uint64_t RawJsonEncoder::batch_decided() const noexcept
 {
     std::uint64_t n = 0;
     for (const auto& v : validators_) n += v->batch_decided;
     return n;
 }
 
-std::uint64_t RawJsonWriter::minify_passes() const noexcept
+std::uint64_t RawJsonEncoder::minify_passes() const noexcept
 {
     std::uint64_t n = 0;
     for (const auto& v : validators_) n += v->minify_passes;
     return n;
 }
 
-void RawJsonWriter::begin_chunk(std::span<const RawJsonText> chunk) noexcept
+void RawJsonEncoder::begin_chunk(std::span<const RawJsonText> chunk) noexcept
 {
     begin_batch(chunk);
 }
 
-void RawJsonWriter::end_batch() noexcept { validator().batch = {}; }
+void RawJsonEncoder::end_batch() noexcept { validator().batch = {}; }
 
-void RawJsonWriter::begin_batch(std::span<const RawJsonText> batch) noexcept
+void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
 {
     Validator& v = validator();
     v.batch = {};
@@ -173,7 +188,7 @@ void RawJsonWriter::begin_batch(std::span<const RawJsonText> batch) noexcept
     v.batch_decided += i;
 }
 
-void RawJsonWriter::serialize_trusted(const RawJsonText& text, JsonLine& line)
+void RawJsonEncoder::serialize_trusted(const RawJsonText& text, JsonLine& line)
 {
     const char* p = text.data();
     const std::size_t n = text.size();
@@ -192,7 +207,7 @@ void RawJsonWriter::serialize_trusted(const RawJsonText& text, JsonLine& line)
     line.mark_sanitized();
 }
 
-void RawJsonWriter::serialize(const RawJsonText& text, JsonLine& line)
+void RawJsonEncoder::serialize(const RawJsonText& text, JsonLine& line)
 {
     if (raw_.validation == RawJsonValidation::trusted) return serialize_trusted(text, line);
     Validator& v = validator();

@@ -1,0 +1,109 @@
+// RecordEncoder<Record>: how a record becomes a line, and where a batch's lines go — the
+// part of a writer that knows its record type. BatchOutput<Record>: what a batch write may
+// call (serialize a group, hand lines to the sink, append to a file, settle a delivery).
+//
+// A writer is the engine (JsonlRecordWriter: queue, drain, I/O thread, accounting, close) plus
+// an encoder. Give the engine an encoder object —
+//     JsonlRecordWriter<MyRecord> w(ex, opts, std::make_shared<MyEncoder>());
+// — and the engine owns it (shared_ptr) until its I/O thread is done with it: a class that
+// wraps such a writer needs no shutdown() in its destructor, however much state its encoder
+// keeps. (A subclass that overrides JsonlRecordWriter's own virtual functions instead is
+// called on its half-destroyed object unless it stops the writer first: see
+// docs/extending.md.)
+//
+// Threads: every function runs on the writer's I/O thread, one batch at a time — except
+// that with WriterOptions::serializer_threads > 1 and concurrent_serialize() true,
+// serialize(), malformed_error() and begin_chunk() also run on the writer's helper threads,
+// for different records at once (state per helper: index it by serializer_slot()).
+#pragma once
+
+#include <jsonlw/append_result.hpp>
+#include <jsonlw/detail/serial_cache.hpp>
+#include <jsonlw/json_line.hpp>
+#include <jsonlw/lines.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace jsonlw {
+
+template <class Record>
+class BatchOutput {
+public:
+    // Serializes a group with the shared malformed accounting (a MalformedRecord drops its
+    // record alone, counted and logged). The result stays valid until the next call. The
+    // pointer form serves groups of records that are not adjacent in the batch.
+    virtual Lines serialize_batch(std::span<const Record> group) = 0;
+    virtual Lines serialize_batch(std::span<const Record* const> group) = 0;
+    // Sends complete lines to the writer's sink under `key` (a PartitionedFileSink's file,
+    // relative to the directory; ignored by a FileSink), counted from what the sink reports.
+    virtual AppendResult write_lines(std::string_view key, const Lines& lines) noexcept = 0;
+    // Appends complete lines to `path` (created with its parents; descriptor kept open; fsync
+    // per durability), counted as write_lines() counts.
+    virtual AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept = 0;
+    // For lines sent somewhere the engine cannot see (a broker, a socket): `delivered`
+    // written (their delivered_bytes; by default all of lines' bytes when every line was
+    // delivered, else none), `failed` write_error, the rest unknown. Once per group.
+    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
+                        std::optional<std::uint64_t> delivered_bytes = {}) noexcept
+    {
+        // `delivered` may exceed the group (a caller counting per batch): all delivered then.
+        const std::uint64_t bytes = delivered_bytes ? *delivered_bytes
+                                    : delivered >= lines.records ? lines.bytes.size()
+                                                                 : 0;
+        return settle_counted(lines, delivered, failed, bytes);
+    }
+    // Whether `rec`, one of the batch's records, was serialized ahead on a helper thread
+    // (its batch-wide preparation, begin_chunk(), is done).
+    virtual bool preserialized(const Record& rec) const noexcept = 0;
+
+protected:
+    ~BatchOutput() = default;
+    virtual AppendResult settle_counted(const Lines& lines, std::uint64_t delivered,
+                                        std::uint64_t failed, std::uint64_t bytes) noexcept = 0;
+};
+
+template <class Record>
+class RecordEncoder {
+public:
+    virtual ~RecordEncoder() = default;
+
+    // How a record becomes one line. Throw MalformedRecord to drop it alone (counted,
+    // logged); any other exception drops it as unexpected, unless malformed_error() says so.
+    virtual void serialize(const Record& rec, JsonLine& line) = 0;
+
+    // Where a batch's lines go. The default sends them all to the writer's sink; an
+    // override groups the records, and per group calls out.serialize_batch() then
+    // out.write_lines() (the sink, under a key), out.append() (a file it names) or
+    // out.settle(). Every record must end up in exactly one group.
+    virtual void write_batch(std::span<const Record> batch, BatchOutput<Record>& out)
+    {
+        out.write_lines({}, out.serialize_batch(batch));
+    }
+
+    // A size estimate in bytes, used to cap a batch at batch_bytes (default 0: unknown).
+    virtual std::size_t record_bytes(const Record&) const noexcept { return 0; }
+
+    // Which other exceptions from serialize() mean "cannot be represented" (default none).
+    virtual bool malformed_error(const std::exception&) const noexcept { return false; }
+
+    // True when serialize() (and malformed_error(), begin_chunk()) may run on several threads
+    // at once for different records. Read once, by start().
+    virtual bool concurrent_serialize() const noexcept { return false; }
+
+    // Called on a helper thread before it serializes `chunk` (consecutive records of a unit)
+    // ahead of write_batch(): batch-wide preparation. Not called for records serialized inline.
+    virtual void begin_chunk(std::span<const Record> chunk) noexcept { (void)chunk; }
+
+protected:
+    // Which serializer thread runs: 0 on the I/O thread, 1 .. serializer_threads - 1 on the
+    // helpers; one slot's state is never used by two threads at once.
+    static std::size_t serializer_slot() noexcept { return detail::current_serializer_slot(); }
+};
+
+}  // namespace jsonlw
