@@ -57,7 +57,7 @@ void WriterCore::Impl::io_step() noexcept
         }
         handoff.unlock();
         if (n == 0) break;
-        notify_space();
+        space.notify(*self.hooks_);
         tally = Tally{};
         handoff.appending(true);
         self.hooks_->write_staged();

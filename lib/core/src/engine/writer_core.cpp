@@ -43,7 +43,8 @@ WriterCore::Impl::Impl(WriterCore& core)
       wake_timer(strand),
       close_timer(strand),
       poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
-                                                  std::max<std::size_t>(core.opts_.batch_records, 1)))
+                                                  std::max<std::size_t>(core.opts_.batch_records, 1))),
+      space(core.opts_)
 {
     // A wake-up posted straight to an io_context's executor can use the writer's own
     // memory; through the type-erased executor Asio allocates (twice) off its threads.
@@ -161,10 +162,7 @@ void WriterCore::shutdown() noexcept
     if (hooks_) final_pushes_.store(hooks_->close_intake(), std::memory_order_release);
     d.life->detaching.store(true, std::memory_order_seq_cst);
     // Wake threads blocked in submit(); they see the queue closed.
-    {
-        std::lock_guard lk(d.space_mu);
-        d.space_cv.notify_all();
-    }
+    d.space.wake_all();
     // Wait for a running batch (it checks `detaching` between batches).
     for (int a = d.life->active.load(); a != 0; a = d.life->active.load()) d.life->active.wait(a);
     if (hooks_) {
@@ -174,12 +172,7 @@ void WriterCore::shutdown() noexcept
         d.shutdown.fetch_add(n, std::memory_order_release);
         d.handoff.unlock();
         // async_submit() waiters: their retry finds the queue closed and completes.
-        std::vector<std::function<void()>> retries;
-        {
-            std::lock_guard lk(d.space_mu);
-            retries.swap(d.async_space_waiters);
-        }
-        for (auto& r : retries) r();
+        for (auto& r : d.space.take_async()) r();
     }
     // No I/O task runs any more (each holds the life guard while it runs): the sink is
     // closed here, on the destructor's thread, so that what it writes at close (a file's final

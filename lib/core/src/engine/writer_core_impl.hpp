@@ -9,7 +9,7 @@
 //                    rate-limited logs of each reason
 //   sink_io.cpp      the writer's sink and path appends: counting what they report
 //   waiters.cpp      flush, reopen and close waiters; the close timeout; async_*_impl
-//   space_wait.cpp   Overflow::block: producers waiting for room
+//   space_wait.hpp/.cpp  SpaceWait: Overflow::block, producers waiting for room
 //   parallel_serialize.cpp  serializer_threads: the helpers, a unit's records serialized ahead
 #pragma once
 
@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include "close_handoff.hpp"
 #include "serializer_pool.hpp"
+#include "space_wait.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
@@ -35,13 +36,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <ctime>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -188,9 +187,6 @@ struct WriterCore::Impl {
     void abandon();
     void on_close_request(asio::any_completion_handler<void(error_code, CloseReport)> h);
 
-    // --- space_wait.cpp (I/O thread, after a pop) ---
-    void notify_space() noexcept;
-
     // --- parallel_serialize.cpp (start(), on its caller's thread) ---
     static constexpr std::size_t max_serializer_threads = 64;
     void start_serializers() noexcept;
@@ -223,8 +219,6 @@ struct WriterCore::Impl {
     bool sinks_started = false;       // I/O thread (and start())
     bool sinks_started_once = false;  // set by start() before the drain runs; never cleared
     const std::uint64_t poll_wake_records;  // see maybe_wake()
-    // Free slots that wake Overflow::block producers (a quarter of the queue, at least 1).
-    const std::size_t space_wake_free = std::max<std::size_t>(1, self.opts_.queue_capacity / 4);
     Tally tally;
     std::uint64_t malformed_seen = 0, unexpected_serialize = 0;
     std::uint64_t unexpected_write = 0, write_failures = 0, sync_failures = 0;
@@ -250,10 +244,7 @@ struct WriterCore::Impl {
     std::error_code reopen_ec;  // the last reopen's, I/O task -> strand
 
     // Overflow::block waiters.
-    std::mutex space_mu;
-    std::condition_variable space_cv;
-    std::atomic<int> space_waiters{0};
-    std::vector<std::function<void()>> async_space_waiters;
+    SpaceWait space;
 
     // Strand only.
     std::atomic<bool> drain_running{false};
