@@ -44,7 +44,8 @@ WriterCore::Impl::Impl(WriterCore& core)
       close_timer(strand),
       poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
                                                   std::max<std::size_t>(core.opts_.batch_records, 1))),
-      space(core.opts_)
+      space(core.opts_),
+      waiters(core.ex_)
 {
     // A wake-up posted straight to an io_context's executor can use the writer's own
     // memory; through the type-erased executor Asio allocates (twice) off its threads.

@@ -8,7 +8,8 @@
 //   accounting.cpp   where a record is counted (written, dropped, unknown), stats(), the
 //                    rate-limited logs of each reason
 //   sink_io.cpp      the writer's sink and path appends: counting what they report
-//   waiters.cpp      flush, reopen and close waiters; the close timeout; async_*_impl
+//   waiters.hpp/.cpp Waiters: the pending flush, reopen and close completions
+//   async_ops.cpp    async_*_impl, close's protocol and its timeout
 //   space_wait.hpp/.cpp  SpaceWait: Overflow::block, producers waiting for room
 //   parallel_serialize.cpp  serializer_threads: the helpers, a unit's records serialized ahead
 #pragma once
@@ -24,6 +25,7 @@
 #include "close_handoff.hpp"
 #include "serializer_pool.hpp"
 #include "space_wait.hpp"
+#include "waiters.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
@@ -174,15 +176,8 @@ struct WriterCore::Impl {
     void close_sinks(bool durable) noexcept;
     std::optional<clock::time_point> sink_tick() const noexcept;
 
-    // --- waiters.cpp (strand) ---
-    void complete_flushes(std::uint64_t resolved_upto, error_code ec);
-    // Runs h(args...) through the writer's executor, then on h's associated executor —
-    // never inline, never on the I/O thread.
-    template <class Handler, class... Args>
-    void complete(Handler h, Args... args)
-    {
-        asio::post(self.ex_, asio::append(std::move(h), std::move(args)...));
-    }
+    // --- async_ops.cpp (strand) ---
+    // Close is done (drained: nothing was left behind): completes every waiter.
     void finish(bool drained);
     void abandon();
     void on_close_request(asio::any_completion_handler<void(error_code, CloseReport)> h);
@@ -249,17 +244,13 @@ struct WriterCore::Impl {
     // Strand only.
     std::atomic<bool> drain_running{false};
     bool closing = false;
-    bool finished = false;
     std::optional<clock::time_point> tick_due;
-    std::vector<asio::any_completion_handler<void(error_code)>> reopen_waiters;
     std::optional<clock::time_point> empty_since;  // when the drain first found the queue empty
     // Lingering or polling: the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at{0};
     std::optional<clock::time_point> fsync_due;
-    std::vector<std::pair<std::uint64_t, asio::any_completion_handler<void(error_code)>>>
-        flush_waiters;
-    std::vector<asio::any_completion_handler<void(error_code, CloseReport)>> close_waiters;
-    std::optional<CloseReport> report;
+    // Flush, reopen and close completions; close's report.
+    Waiters waiters;
 };
 
 }  // namespace jsonlw::detail
