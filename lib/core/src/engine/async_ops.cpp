@@ -18,10 +18,10 @@ void WriterCore::Impl::abandon()
 {
     yield_hop.store(true, std::memory_order_relaxed);
     handoff.lock();
-    if (const std::size_t n = handoff.abandon()) unknown.fetch_add(n, std::memory_order_release);
-    if (Guard g{*this}) shutdown.fetch_add(self.hooks_->discard_queued(), std::memory_order_release);
+    if (const std::size_t n = handoff.abandon()) accounting.count_unknown(n);
+    if (Guard g{*this}) accounting.count_shutdown(self.hooks_->discard_queued());
     handoff.unlock();
-    say(LogLevel::warning, &WriterMessages::close_timed_out);
+    accounting.say(LogLevel::warning, &WriterMessages::close_timed_out);
     // The sink was set by start() and never changes; close_abandoned() must not block.
     if (Guard g{*this}; g && sink && sinks_started_once) sink->close_abandoned();
 }
@@ -54,7 +54,7 @@ void WriterCore::Impl::on_close_request(asio::any_completion_handler<void(error_
         // Never started: nothing will write what was queued.
         std::size_t n = 0;
         if (Guard g{*this}) n = self.hooks_->discard_queued();
-        shutdown.fetch_add(n, std::memory_order_release);
+        accounting.count_shutdown(n);
         finish(n == 0);
         return;
     }

@@ -3,8 +3,6 @@
 // reopen and tick.
 #include "writer_core_impl.hpp"
 
-#include <fmt/format.h>
-
 namespace jsonlw::detail {
 
 namespace {
@@ -58,17 +56,21 @@ void WriterCore::Impl::io_step() noexcept
         handoff.unlock();
         if (n == 0) break;
         space.notify(*self.hooks_);
-        tally = Tally{};
+        accounting.begin_unit();
         handoff.appending(true);
         self.hooks_->write_staged();
-        publish(n);
+        // Close may have given up on the unit and counted it unknown.
+        if (handoff.publish_claim()) {
+            accounting.publish(n);
+            handoff.end_unit();
+        }
         if (sink && sinks_started) sink->after_batch();
         handoff.appending(false);
         if (!full || life->detaching.load(std::memory_order_relaxed) ||
             yield_hop.load(std::memory_order_relaxed))
             break;
     }
-    log_queue_drops();
+    accounting.log_queue_drops();
     if (o.durability == Durability::fsync_interval && unsynced &&
         clock::now() - last_sync >= o.fsync_interval)
         sync_now();
@@ -76,7 +78,7 @@ void WriterCore::Impl::io_step() noexcept
 
 void WriterCore::Impl::finalize_io() noexcept
 {
-    log_queue_drops();
+    accounting.log_queue_drops();
     if (self.opts_.durability != Durability::none) sync_now();
     close_sinks(self.opts_.durability != Durability::none);
 }
@@ -88,9 +90,7 @@ void WriterCore::Impl::sync_now() noexcept
         ec = p;
     last_sync = clock::now();
     unsynced = false;
-    if (ec && log_worthy(++sync_failures))
-        log(LogLevel::warning,
-            fmt::format("Failed to fsync {} JSONL: {}", self.opts_.subject, ec.message()));
+    if (ec) accounting.on_sync_failure(ec);
 }
 
 }  // namespace jsonlw::detail

@@ -3,8 +3,6 @@
 // final close reach the sinks from here too.
 #include "writer_core_impl.hpp"
 
-#include <fmt/format.h>
-
 namespace jsonlw::detail {
 
 AppendResult WriterCore::Impl::write_to(LineSink& to, std::string_view key,
@@ -16,27 +14,13 @@ AppendResult WriterCore::Impl::write_to(LineSink& to, std::string_view key,
     r.records_written = std::min<std::uint64_t>(r.records_written, lines.records);
     r.records_failed = std::min<std::uint64_t>(r.records_failed, lines.records - r.records_written);
     r.records_unknown = lines.records - r.records_written - r.records_failed;
-    tally.written += r.records_written;
-    tally.write_error += r.records_failed;
-    tally.unknown += r.records_unknown;
-    if (r.records_written > 0) {
-        ++tally.batches;
-        tally.bytes += r.records_written == lines.records ? lines.bytes.size() : r.landed;
-        // Which lines were sanitized is known only for the whole group.
-        if (r.records_written == lines.records) tally.sanitized += lines.sanitized;
-        if (self.opts_.durability == Durability::fsync_interval && !unsynced) {
-            unsynced = true;
-            if (last_sync == clock::time_point{}) last_sync = clock::now();
-        }
+    accounting.count_append(lines, r);
+    if (r.records_written > 0 && self.opts_.durability == Durability::fsync_interval &&
+        !unsynced) {
+        unsynced = true;
+        if (last_sync == clock::time_point{}) last_sync = clock::now();
     }
-    if (r.records_written < lines.records && log_worthy(++write_failures)) {
-        const std::error_code ec = r.ec ? r.ec : std::make_error_code(std::errc::io_error);
-        try {
-            say(LogLevel::warning, &WriterMessages::write_failed, ec.message(), to.describe(key));
-        } catch (...) {
-            // describe() ran out of memory: the count tells.
-        }
-    }
+    if (r.records_written < lines.records) accounting.on_write_failure(r.ec, to, key);
     return r;
 }
 

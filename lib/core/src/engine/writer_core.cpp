@@ -42,6 +42,7 @@ WriterCore::Impl::Impl(WriterCore& core)
       strand(asio::make_strand(core.ex_)),
       wake_timer(strand),
       close_timer(strand),
+      accounting(core.opts_),
       poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
                                                   std::max<std::size_t>(core.opts_.batch_records, 1))),
       space(core.opts_),
@@ -73,16 +74,6 @@ WriterCore::Impl::~Impl()
     close_sinks(false);
 }
 
-void WriterCore::Impl::log(LogLevel level, std::string_view msg) const noexcept
-{
-    try {
-        if (self.opts_.log) self.opts_.log(level, msg);
-        else log_to_stderr(level, msg);
-    } catch (...) {
-        // A throwing log sink must not cost records or the drain.
-    }
-}
-
 WriterCore::WriterCore(asio::any_io_executor ex, WriterOptions opts)
     : opts_(std::move(opts)), ex_(std::move(ex))
 {
@@ -105,11 +96,11 @@ void WriterCore::start()
             ec = std::make_error_code(std::errc::not_a_directory);
     }
     if (ec) {
-        impl_->say(LogLevel::error, &WriterMessages::disabling, ec.message(),
-                   opts_.directory.native());
+        impl_->accounting.say(LogLevel::error, &WriterMessages::disabling, ec.message(),
+                              opts_.directory.native());
         state_.store(State::disabled, std::memory_order_release);
         // Records submitted before start() cannot be written anywhere.
-        if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
+        if (hooks_) impl_->accounting.count_write_error(hooks_->discard_queued());
         return;
     }
     const std::string host = host_name();
@@ -130,10 +121,10 @@ void WriterCore::start()
         ec = d.paths.start(paths_ctx);
     }
     if (ec) {
-        impl_->say(LogLevel::error, &WriterMessages::disabling, ec.message(),
-                   d.sink->describe({}));
+        d.accounting.say(LogLevel::error, &WriterMessages::disabling, ec.message(),
+                         d.sink->describe({}));
         state_.store(State::disabled, std::memory_order_release);
-        if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
+        if (hooks_) d.accounting.count_write_error(hooks_->discard_queued());
         return;
     }
     d.sinks_started = true;
@@ -146,8 +137,8 @@ void WriterCore::start()
         envelope_writer_.assign(b.data() + 1, b.size() - 1);  // "writer":"…" (escaped)
     }
     if (!opts_.messages.started.empty())
-        impl_->say(LogLevel::info, &WriterMessages::started, opts_.directory.native(),
-                   d.sink->describe({}));
+        d.accounting.say(LogLevel::info, &WriterMessages::started, opts_.directory.native(),
+                         d.sink->describe({}));
     impl_->start_serializers();
     impl_->drain_running = true;
     asio::co_spawn(impl_->strand, Impl::drain(shared_from_this()), asio::detached);
@@ -170,7 +161,7 @@ void WriterCore::shutdown() noexcept
         d.handoff.lock();
         const std::size_t n = hooks_->discard_queued();
         d.handoff.discarded_at_shutdown(n);
-        d.shutdown.fetch_add(n, std::memory_order_release);
+        d.accounting.count_shutdown(n);
         d.handoff.unlock();
         // async_submit() waiters: their retry finds the queue closed and completes.
         for (auto& r : d.space.take_async()) r();
@@ -207,10 +198,13 @@ void WriterCore::envelope_close(LineBuffer& buf, std::size_t body)
     }
 }
 
-void WriterCore::on_malformed(std::string_view what) noexcept { impl_->on_malformed(what); }
+void WriterCore::on_malformed(std::string_view what) noexcept
+{
+    impl_->accounting.on_malformed(what);
+}
 void WriterCore::on_unexpected(Stage stage, std::string_view what) noexcept
 {
-    impl_->on_unexpected(stage, what);
+    impl_->accounting.on_unexpected(stage, what);
 }
 AppendResult WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
@@ -224,7 +218,7 @@ AppendResult WriterCore::write_lines(std::string_view key, const Lines& lines) n
         AppendResult r;
         r.ec = std::make_error_code(std::errc::bad_file_descriptor);
         r.records_failed = lines.records;
-        d.tally.write_error += lines.records;
+        d.accounting.count_unwritten(lines.records);
         return r;
     }
     return d.write_to(*d.sink, key, lines);
@@ -233,7 +227,7 @@ AppendResult WriterCore::write_lines(std::string_view key, const Lines& lines) n
 AppendResult WriterCore::settle(const Lines& lines, std::uint64_t delivered,
                                 std::uint64_t failed, std::uint64_t delivered_bytes) noexcept
 {
-    return impl_->settle(lines, delivered, failed, delivered_bytes);
+    return impl_->accounting.settle(lines, delivered, failed, delivered_bytes);
 }
 
 std::vector<std::filesystem::path> WriterCore::files() const

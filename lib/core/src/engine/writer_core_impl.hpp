@@ -5,8 +5,8 @@
 //   drain.cpp        the drain coroutine on the strand, its wake-ups, the hops to the I/O thread
 //   io_thread.cpp    the I/O thread's tasks: a step of batches, the final close, fsyncs
 //   close_handoff.hpp who counts the unit in flight when close runs out of time
-//   accounting.cpp   where a record is counted (written, dropped, unknown), stats(), the
-//                    rate-limited logs of each reason
+//   accounting.hpp/.cpp  Accounting: where a record is counted (written, dropped, unknown),
+//                    the stats snapshot, the rate-limited logs of each reason
 //   sink_io.cpp      the writer's sink and path appends: counting what they report
 //   waiters.hpp/.cpp Waiters: the pending flush, reopen and close completions
 //   async_ops.cpp    async_*_impl, close's protocol and its timeout
@@ -21,7 +21,7 @@
 
 #include "../host_names.hpp"
 
-#include <fmt/format.h>
+#include "accounting.hpp"
 #include "close_handoff.hpp"
 #include "serializer_pool.hpp"
 #include "space_wait.hpp"
@@ -55,9 +55,6 @@ namespace jsonlw::detail {
 namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 
-// Logged at the first occurrence, then every 1000th.
-inline bool log_worthy(std::uint64_t nth) noexcept { return nth == 1 || nth % 1000 == 0; }
-
 // The memory of the wake-up a producer posts: one slot owned by the writer, so a wake-up
 // allocates nothing on the producer's thread. A second wake-up while the first is still
 // queued (rare: the drain re-parked before the first ran) falls back to the heap.
@@ -78,36 +75,8 @@ struct WakeArena {
 };
 
 struct WriterCore::Impl {
-    // What one batch's serialize_batch()/append() calls resolved (I/O thread).
-    struct Tally {
-        std::uint64_t written = 0, malformed = 0, unexpected = 0, write_error = 0, unknown = 0;
-        std::uint64_t sanitized = 0, bytes = 0, batches = 0;
-        std::uint64_t resolved() const noexcept
-        {
-            return written + malformed + unexpected + write_error + unknown;
-        }
-    };
-
     explicit Impl(WriterCore& core);  // writer_core.cpp
     ~Impl();
-    void log(LogLevel level, std::string_view msg) const noexcept;
-    // Logs one of WriterOptions::messages, `wording` (a member of it), with the subject as
-    // {0} and `args` after it; a format fmt rejects falls back to `fallback`'s wording.
-    template <class... Args>
-    void say(LogLevel level, std::string WriterMessages::*wording, const Args&... args) const noexcept
-    {
-        try {
-            try {
-                log(level, fmt::format(fmt::runtime(self.opts_.messages.*wording),
-                                       self.opts_.subject, args...));
-            } catch (const fmt::format_error&) {
-                log(level, fmt::format(fmt::runtime(WriterMessages{}.*wording),
-                                       self.opts_.subject, args...));
-            }
-        } catch (...) {
-            // Out of memory: the counters still tell.
-        }
-    }
 
     // --- hooks guard: the typed writer may be destroyed while the core lives on ---
     // Shared with I/O tasks so that a task can leave() after handing its completion to the
@@ -160,15 +129,6 @@ struct WriterCore::Impl {
     void finalize_io() noexcept;
     void sync_now() noexcept;
 
-    // --- accounting.cpp (I/O thread; publish() ends each batch) ---
-    void publish(std::size_t n) noexcept;
-    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
-                        std::uint64_t delivered_bytes) noexcept;
-    void on_malformed(std::string_view what) noexcept;
-    void on_unexpected(Stage stage, std::string_view what) noexcept;
-    void log_unexpected(Stage stage, std::string_view what) noexcept;
-    void log_queue_drops() noexcept;  // any thread (the I/O thread, the strand)
-
     // --- sink_io.cpp (I/O thread; the sinks set up by start()) ---
     // Hands `lines` to `to` under `key` and counts what it reports.
     AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
@@ -196,12 +156,8 @@ struct WriterCore::Impl {
     asio::steady_timer wake_timer;   // the drain parks (or lingers) on it
     asio::steady_timer close_timer;  // shutdown_timeout
 
-    // Counters. Consumer side (the batch or close): written ... shutdown, unknown.
-    std::atomic<std::uint64_t> written{0}, batches{0}, bytes{0}, sanitized{0}, unknown{0};
-    std::atomic<std::uint64_t> malformed{0}, write_error{0}, shutdown{0}, unexpected{0};
-    // Producer side.
-    alignas(64) std::atomic<std::uint64_t> queue_full{0};
-    std::atomic<std::uint64_t> closed{0}, evicted{0};
+    // Counters, the unit's tally, the logs.
+    Accounting accounting;
 
     // serializer_threads > 1 (and a writer that allows it): the helpers. Made by start().
     std::unique_ptr<SerializerPool> pool;
@@ -214,16 +170,8 @@ struct WriterCore::Impl {
     bool sinks_started = false;       // I/O thread (and start())
     bool sinks_started_once = false;  // set by start() before the drain runs; never cleared
     const std::uint64_t poll_wake_records;  // see maybe_wake()
-    Tally tally;
-    std::uint64_t malformed_seen = 0, unexpected_serialize = 0;
-    std::uint64_t unexpected_write = 0, write_failures = 0, sync_failures = 0;
     bool unsynced = false;
     clock::time_point last_sync{};
-
-    // The last queue-full count logged ("Dropped N <subject> records" at 1 and every 1000th):
-    // claimed by compare-exchange, so the I/O thread and the strand (nudged by the submit
-    // that reaches a mark, in case the I/O thread is stuck in a write) log each mark once.
-    std::atomic<std::uint64_t> queue_full_logged{0};
 
     // Who counts the unit in flight (the I/O thread or a close out of time), the consumer
     // lock, the shutdown's claim.
