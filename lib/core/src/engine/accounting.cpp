@@ -176,7 +176,7 @@ WriterStats WriterCore::stats() const noexcept
     auto& d = const_cast<Impl&>(*impl_);
     WriterStats s;
     d.accounting.snapshot(s);  // before the push count: see snapshot()
-    s.files_closed = d.file_sink ? d.file_sink->files_closed() : 0;
+    s.files_closed = d.sinks.files_closed();
     std::uint64_t pushes = 0;
     if (Impl::Guard g{d}) pushes = hooks_ ? hooks_->claimed() : 0;
     else pushes = final_pushes_.load(std::memory_order_acquire);

@@ -22,8 +22,7 @@ void WriterCore::Impl::abandon()
     if (Guard g{*this}) accounting.count_shutdown(self.hooks_->discard_queued());
     handoff.unlock();
     accounting.say(LogLevel::warning, &WriterMessages::close_timed_out);
-    // The sink was set by start() and never changes; close_abandoned() must not block.
-    if (Guard g{*this}; g && sink && sinks_started_once) sink->close_abandoned();
+    if (Guard g{*this}) sinks.close_abandoned();
 }
 
 bool WriterCore::appending() const noexcept
@@ -82,7 +81,7 @@ void WriterCore::async_reopen_impl(asio::any_completion_handler<void(error_code)
             return;
         }
         // Request and waiter together, on the strand: the drain takes both at once.
-        d.reopen_requested.store(true, std::memory_order_release);
+        d.sinks.request_reopen();
         d.waiters.add_reopen(std::move(h));
         d.wake_drain();
     });

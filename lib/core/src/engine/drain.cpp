@@ -73,12 +73,12 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
             consumed = w.hooks_->consumed();
         }
         d.waiters.complete_flushes(consumed, {});
-        if (d.reopen_requested.load(std::memory_order_acquire) && !d.closing) {
+        if (d.sinks.reopen_requested() && !d.closing) {
             // Between batches: the records written so far stay in the closed file.
             auto reopens = d.waiters.take_reopens();
             co_await d.on_io(IoTask::reopen);
             d.tick_due = d.tick_due_io;
-            const error_code reopened(d.reopen_ec);
+            const error_code reopened(d.sinks.reopen_error());
             for (auto& h : reopens) d.waiters.complete(std::move(h), reopened);
             continue;
         }

@@ -18,18 +18,14 @@ void WriterCore::Impl::run_io_task(IoTask task) noexcept
     switch (task) {
     case IoTask::step:
         io_step();
-        fsync_due_io = self.opts_.durability == Durability::fsync_interval && unsynced
-                           ? std::optional<clock::time_point>(last_sync + self.opts_.fsync_interval)
-                           : std::nullopt;
+        fsync_due_io = sinks.sync_due();
         break;
     case IoTask::finalize: finalize_io(); break;
-    case IoTask::sync: sync_now(); break;
-    case IoTask::reopen: reopen_io(); break;
-    case IoTask::tick:
-        if (sink && sinks_started) sink->tick();
-        break;
+    case IoTask::sync: sinks.sync(); break;
+    case IoTask::reopen: sinks.reopen(); break;
+    case IoTask::tick: sinks.tick(); break;
     }
-    tick_due_io = sink_tick();
+    tick_due_io = sinks.next_tick();
 }
 
 // --- I/O thread ---
@@ -64,33 +60,21 @@ void WriterCore::Impl::io_step() noexcept
             accounting.publish(n);
             handoff.end_unit();
         }
-        if (sink && sinks_started) sink->after_batch();
+        sinks.after_batch();
         handoff.appending(false);
         if (!full || life->detaching.load(std::memory_order_relaxed) ||
             yield_hop.load(std::memory_order_relaxed))
             break;
     }
     accounting.log_queue_drops();
-    if (o.durability == Durability::fsync_interval && unsynced &&
-        clock::now() - last_sync >= o.fsync_interval)
-        sync_now();
+    if (sinks.sync_overdue()) sinks.sync();
 }
 
 void WriterCore::Impl::finalize_io() noexcept
 {
     accounting.log_queue_drops();
-    if (self.opts_.durability != Durability::none) sync_now();
-    close_sinks(self.opts_.durability != Durability::none);
-}
-
-void WriterCore::Impl::sync_now() noexcept
-{
-    std::error_code ec = sink && sinks_started ? sink->sync() : std::error_code{};
-    if (const std::error_code p = sinks_started ? paths.sync() : std::error_code{}; p && !ec)
-        ec = p;
-    last_sync = clock::now();
-    unsynced = false;
-    if (ec) accounting.on_sync_failure(ec);
+    if (self.opts_.durability != Durability::none) sinks.sync();
+    sinks.close(self.opts_.durability != Durability::none);
 }
 
 }  // namespace jsonlw::detail

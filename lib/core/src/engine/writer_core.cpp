@@ -43,10 +43,11 @@ WriterCore::Impl::Impl(WriterCore& core)
       wake_timer(strand),
       close_timer(strand),
       accounting(core.opts_),
-      poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
-                                                  std::max<std::size_t>(core.opts_.batch_records, 1))),
+      sinks(core.opts_, accounting),
       space(core.opts_),
-      waiters(core.ex_)
+      waiters(core.ex_),
+      poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
+                                                  std::max<std::size_t>(core.opts_.batch_records, 1)))
 {
     // A wake-up posted straight to an io_context's executor can use the writer's own
     // memory; through the type-erased executor Asio allocates (twice) off its threads.
@@ -71,7 +72,7 @@ WriterCore::Impl::~Impl()
     }
     // No I/O task runs any more (each keeps the core alive): a writer destroyed without
     // async_close(), or whose close timed out, still gives its file its final name.
-    close_sinks(false);
+    sinks.close(false);
 }
 
 WriterCore::WriterCore(asio::any_io_executor ex, WriterOptions opts)
@@ -110,26 +111,15 @@ void WriterCore::start()
                     opts_.file_mode, opts_.log,      {}};
     // The sink is owned by this core: it never calls writer_stats after the core is gone.
     ctx.writer_stats = [this] { return stats(); };
-    d.sink = opts_.sink ? opts_.sink
-                        : std::make_shared<FileSink>(FileSinkOptions{
-                              opts_.rotate_bytes, opts_.rotate_interval, opts_.open_suffix});
-    d.file_sink = dynamic_cast<FileSink*>(d.sink.get());
-    ec = d.sink->start(ctx);
-    if (!ec) {
-        SinkContext paths_ctx = ctx;
-        paths_ctx.directory.clear();  // append(path, …) names its files itself
-        ec = d.paths.start(paths_ctx);
-    }
+    ec = d.sinks.start(ctx);
     if (ec) {
         d.accounting.say(LogLevel::error, &WriterMessages::disabling, ec.message(),
-                         d.sink->describe({}));
+                         d.sinks.describe());
         state_.store(State::disabled, std::memory_order_release);
         if (hooks_) d.accounting.count_write_error(hooks_->discard_queued());
         return;
     }
-    d.sinks_started = true;
-    d.sinks_started_once = true;
-    if (d.file_sink) file_path_ = d.file_sink->path();
+    file_path_ = d.sinks.file_path();
     writer_id_ = fmt::format("{}-{}-{}", host, ::getpid(), next_generation());
     if (opts_.envelope) {
         LineBuffer b;
@@ -138,7 +128,7 @@ void WriterCore::start()
     }
     if (!opts_.messages.started.empty())
         d.accounting.say(LogLevel::info, &WriterMessages::started, opts_.directory.native(),
-                         d.sink->describe({}));
+                         d.sinks.describe());
     impl_->start_serializers();
     impl_->drain_running = true;
     asio::co_spawn(impl_->strand, Impl::drain(shared_from_this()), asio::detached);
@@ -169,7 +159,7 @@ void WriterCore::shutdown() noexcept
     // No I/O task runs any more (each holds the life guard while it runs): the sink is
     // closed here, on the destructor's thread, so that what it writes at close (a file's final
     // name, a durable sidecar) is there when the writer is gone. After a close, a no-op.
-    d.close_sinks(false);
+    d.sinks.close(false);
     asio::post(d.strand, [core = shared_from_this()] { core->impl_->wake_drain(); });
 }
 
@@ -208,20 +198,12 @@ void WriterCore::on_unexpected(Stage stage, std::string_view what) noexcept
 }
 AppendResult WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
-    return impl_->write_to(impl_->paths, path.native(), lines);
+    return impl_->sinks.append(path, lines);
 }
 
 AppendResult WriterCore::write_lines(std::string_view key, const Lines& lines) noexcept
 {
-    Impl& d = *impl_;
-    if (!d.sinks_started) {  // after close's last hook: nowhere to write
-        AppendResult r;
-        r.ec = std::make_error_code(std::errc::bad_file_descriptor);
-        r.records_failed = lines.records;
-        d.accounting.count_unwritten(lines.records);
-        return r;
-    }
-    return d.write_to(*d.sink, key, lines);
+    return impl_->sinks.write_lines(key, lines);
 }
 
 AppendResult WriterCore::settle(const Lines& lines, std::uint64_t delivered,
@@ -230,10 +212,6 @@ AppendResult WriterCore::settle(const Lines& lines, std::uint64_t delivered,
     return impl_->accounting.settle(lines, delivered, failed, delivered_bytes);
 }
 
-std::vector<std::filesystem::path> WriterCore::files() const
-{
-    // The sink is set by start() before anything else of the writer runs, then never again.
-    return impl_->sink ? impl_->sink->files() : std::vector<std::filesystem::path>{};
-}
+std::vector<std::filesystem::path> WriterCore::files() const { return impl_->sinks.files(); }
 
 }  // namespace jsonlw::detail

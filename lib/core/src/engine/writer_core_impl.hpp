@@ -1,29 +1,31 @@
-// WriterCore::Impl: the state every part of the engine shares, and the one place that says
-// which file of lib/core/src/engine/ owns which part. Included only by those files.
+// WriterCore::Impl: the engine's objects put together, and the one place that says which
+// file of lib/core/src/engine/ owns which part (docs/design.md, "The shape this round moves
+// to"). Included only by those files.
 //
-//   writer_core.cpp  the public WriterCore: construction, start(), shutdown(), envelope
-//   drain.cpp        the drain coroutine on the strand, its wake-ups, the hops to the I/O thread
-//   io_thread.cpp    the I/O thread's tasks: a step of batches, the final close, fsyncs
-//   close_handoff.hpp who counts the unit in flight when close runs out of time
+//   writer_core.cpp    the public WriterCore: construction, start(), shutdown(), envelope
+//   drain.cpp          the drain coroutine on the strand (its state is Impl's, below), its
+//                      wake-ups, the hops to the I/O thread
+//   io_thread.cpp      the I/O thread's tasks: a step of units, the final close
+//   close_handoff.hpp  CloseHandoff: who counts the unit in flight when close runs out of time
 //   accounting.hpp/.cpp  Accounting: where a record is counted (written, dropped, unknown),
-//                    the stats snapshot, the rate-limited logs of each reason
-//   sink_io.cpp      the writer's sink and path appends: counting what they report
-//   waiters.hpp/.cpp Waiters: the pending flush, reopen and close completions
-//   async_ops.cpp    async_*_impl, close's protocol and its timeout
+//                      the stats snapshot, the rate-limited logs of each reason
+//   sink_set.hpp/.cpp  SinkSet: the writer's sink and path appends, fsyncs, reopen, tick, close
+//   waiters.hpp/.cpp   Waiters: the pending flush, reopen and close completions
+//   async_ops.cpp      async_*_impl, close's protocol and its timeout
 //   space_wait.hpp/.cpp  SpaceWait: Overflow::block, producers waiting for room
-//   parallel_serialize.cpp  serializer_threads: the helpers, a unit's records serialized ahead
+//   serializer_pool.hpp/.cpp  SerializerPool: serializer_threads' helpers
+//   parallel_serialize.cpp  a unit's records serialized ahead on the pool
 #pragma once
 
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/error.hpp>
-#include <jsonlw/sinks/file_sink.hpp>
-#include <jsonlw/sinks/partitioned_file_sink.hpp>
 
 #include "../host_names.hpp"
 
 #include "accounting.hpp"
 #include "close_handoff.hpp"
 #include "serializer_pool.hpp"
+#include "sink_set.hpp"
 #include "space_wait.hpp"
 #include "waiters.hpp"
 
@@ -114,8 +116,6 @@ struct WriterCore::Impl {
         explicit operator bool() const noexcept { return ok; }
     };
 
-
-
     // --- drain.cpp (strand) ---
     static asio::awaitable<void> drain(std::shared_ptr<WriterCore> core);
     // co_await on_io(task): runs the task on the I/O thread and resumes on the strand.
@@ -127,14 +127,6 @@ struct WriterCore::Impl {
     void run_io_task(IoTask task) noexcept;
     void io_step() noexcept;
     void finalize_io() noexcept;
-    void sync_now() noexcept;
-
-    // --- sink_io.cpp (I/O thread; the sinks set up by start()) ---
-    // Hands `lines` to `to` under `key` and counts what it reports.
-    AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
-    void reopen_io() noexcept;
-    void close_sinks(bool durable) noexcept;
-    std::optional<clock::time_point> sink_tick() const noexcept;
 
     // --- async_ops.cpp (strand) ---
     // Close is done (drained: nothing was left behind): completes every waiter.
@@ -146,7 +138,6 @@ struct WriterCore::Impl {
     static constexpr std::size_t max_serializer_threads = 64;
     void start_serializers() noexcept;
 
-
     WriterCore& self;
     asio::strand<asio::any_io_executor> strand;
     std::optional<asio::thread_pool> own_io;
@@ -156,40 +147,24 @@ struct WriterCore::Impl {
     asio::steady_timer wake_timer;   // the drain parks (or lingers) on it
     asio::steady_timer close_timer;  // shutdown_timeout
 
-    // Counters, the unit's tally, the logs.
+    // The engine's objects; each says at its top who calls it from which thread.
     Accounting accounting;
-
+    SinkSet sinks;
+    SpaceWait space;
+    Waiters waiters;
+    CloseHandoff handoff;
     // serializer_threads > 1 (and a writer that allows it): the helpers. Made by start().
     std::unique_ptr<SerializerPool> pool;
 
-    // The writer's destination (opts.sink, or a FileSink made by start()); paths: the
-    // files a write_batch() override names. I/O thread, but for files().
-    std::shared_ptr<LineSink> sink;
-    FileSink* file_sink = nullptr;  // sink, when it is a FileSink (file_path(), files_closed)
-    PartitionedFileSink paths;
-    bool sinks_started = false;       // I/O thread (and start())
-    bool sinks_started_once = false;  // set by start() before the drain runs; never cleared
     const std::uint64_t poll_wake_records;  // see maybe_wake()
-    bool unsynced = false;
-    clock::time_point last_sync{};
-
-    // Who counts the unit in flight (the I/O thread or a close out of time), the consumer
-    // lock, the shutdown's claim.
-    CloseHandoff handoff;
-    std::atomic<bool> yield_hop{false};  // the I/O thread returns to the strand soon
+    std::atomic<bool> yield_hop{false};     // the I/O thread returns to the strand soon
 
     // Guard for the typed writer's lifetime.
     std::shared_ptr<Life> life = std::make_shared<Life>();
     std::optional<clock::time_point> fsync_due_io;  // I/O task -> strand, via the hop
     std::optional<clock::time_point> tick_due_io;   // likewise: the sink's next tick()
 
-    std::atomic<bool> reopen_requested{false};
-    std::error_code reopen_ec;  // the last reopen's, I/O task -> strand
-
-    // Overflow::block waiters.
-    SpaceWait space;
-
-    // Strand only.
+    // The drain's own (strand only).
     std::atomic<bool> drain_running{false};
     bool closing = false;
     std::optional<clock::time_point> tick_due;
@@ -197,8 +172,6 @@ struct WriterCore::Impl {
     // Lingering or polling: the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at{0};
     std::optional<clock::time_point> fsync_due;
-    // Flush, reopen and close completions; close's report.
-    Waiters waiters;
 };
 
 }  // namespace jsonlw::detail
