@@ -1,8 +1,8 @@
-// Accounting: where every record is counted and every reason's log line is rate-limited. The
-// I/O thread counts a unit's records into the tally (count_append, settle, on_malformed, ...)
-// and publish()es it; producers count their drops (count_queue_full, ...) from any thread;
-// snapshot() and the log functions run on any thread. Owns the counters, the tally and the
-// log counts; borrows the writer's options, which outlive it (both belong to WriterCore).
+// Accounting: where every record is counted and each reason's log line rate-limited — the
+// I/O thread fills and publish()es a unit's tally, close and shutdown count what they drop,
+// producers count theirs and anyone may snapshot() or log, each from the thread its section
+// below names; it owns the counters, the tally and the log counts, and borrows the writer's
+// options, which outlive it (both belong to WriterCore).
 #pragma once
 
 #include <jsonlw/append_result.hpp>
@@ -37,7 +37,7 @@ public:
     // --- logs (any thread) ---
     void log(LogLevel level, std::string_view msg) const noexcept;
     // Logs one of WriterOptions::messages, `wording` (a member of it), with the subject as
-    // {0} and `args` after it; a format fmt rejects falls back to `fallback`'s wording.
+    // {0} and `args` after it; a format fmt rejects falls back to the default wording.
     template <class... Args>
     void say(LogLevel level, std::string WriterMessages::*wording, const Args&... args) const noexcept
     {

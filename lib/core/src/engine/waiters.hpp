@@ -28,8 +28,8 @@ public:
 
     // Runs h(args...) through the writer's executor, then on h's associated executor —
     // never inline, never on the I/O thread. Any thread.
-    template <class Handler, class... Args>
-    void complete(Handler h, Args... args)
+    template <class H, class... Args>
+    void complete(H h, Args... args)
     {
         boost::asio::post(ex_, boost::asio::append(std::move(h), std::move(args)...));
     }
