@@ -1,6 +1,6 @@
 // WriterCore::Impl: the engine's objects put together, and the one place that says which
-// file of lib/core/src/engine/ owns which part (docs/design.md, "The shape this round moves
-// to"). Included only by those files.
+// file of lib/core/src/engine/ owns which part (docs/design.md, "Data flow", names the
+// objects). Included only by those files.
 //
 //   writer_core.cpp    the public WriterCore: construction, start(), shutdown(), envelope
 //   drain.cpp          the drain coroutine on the strand (its state is Impl's, below), its
