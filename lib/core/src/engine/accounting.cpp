@@ -1,6 +1,8 @@
-// Where every record is counted: a settle()'s lines as written, unknown or write_error (a
-// sink's appends: sink_io.cpp), a serializer's drops, a batch's tally published to the counters (I/O thread), the producers'
-// drops (any thread), stats() (any thread); and the rate-limited log line of each reason.
+// Where every record is counted: Accounting's methods (a unit's tally, published to the
+// counters by the I/O thread; close's and shutdown's counts; the producers' drops; the
+// snapshot), the rate-limited log line of each reason, and WriterCore's doors to them.
+#include "accounting.hpp"
+
 #include "writer_core_impl.hpp"
 
 #include <fmt/format.h>
@@ -9,9 +11,9 @@
 
 namespace jsonlw::detail {
 
-void WriterCore::Impl::publish(std::size_t n) noexcept
+void Accounting::publish(std::size_t n) noexcept
 {
-    if (!handoff.publish_claim()) return;  // close gave up on this unit: counted unknown
+    Tally& tally = tally_;
     std::uint64_t resolved = tally.resolved();
     if (resolved < n) {
         const std::uint64_t missing = n - resolved;
@@ -19,13 +21,13 @@ void WriterCore::Impl::publish(std::size_t n) noexcept
         log(LogLevel::error,
             fmt::format("write_batch() left {} of {} {} records without an append; "
                         "counted as unexpected",
-                        missing, n, self.opts_.subject));
+                        missing, n, opts_.subject));
     } else if (resolved > n) {
         // Keep the invariant: a record is counted once, whatever the override did.
         std::uint64_t excess = resolved - n;
         log(LogLevel::error,
             fmt::format("write_batch() accounted {} {} records for a batch of {}",
-                        resolved, self.opts_.subject, n));
+                        resolved, opts_.subject, n));
         for (std::uint64_t* c : {&tally.written, &tally.write_error, &tally.unknown,
                                  &tally.malformed, &tally.unexpected}) {
             const std::uint64_t take = std::min(*c, excess);
@@ -33,19 +35,23 @@ void WriterCore::Impl::publish(std::size_t n) noexcept
             excess -= take;
         }
     }
-    written.fetch_add(tally.written, std::memory_order_release);
-    malformed.fetch_add(tally.malformed, std::memory_order_release);
-    unexpected.fetch_add(tally.unexpected, std::memory_order_release);
-    write_error.fetch_add(tally.write_error, std::memory_order_release);
-    unknown.fetch_add(tally.unknown, std::memory_order_release);
-    sanitized.fetch_add(tally.sanitized, std::memory_order_relaxed);
-    bytes.fetch_add(tally.bytes, std::memory_order_relaxed);
-    batches.fetch_add(tally.batches, std::memory_order_relaxed);
-    handoff.end_unit();
+    written_.fetch_add(tally.written, std::memory_order_release);
+    malformed_.fetch_add(tally.malformed, std::memory_order_release);
+    unexpected_.fetch_add(tally.unexpected, std::memory_order_release);
+    write_error_.fetch_add(tally.write_error, std::memory_order_release);
+    unknown_.fetch_add(tally.unknown, std::memory_order_release);
+    sanitized_.fetch_add(tally.sanitized, std::memory_order_relaxed);
+    bytes_.fetch_add(tally.bytes, std::memory_order_relaxed);
+    batches_.fetch_add(tally.batches, std::memory_order_relaxed);
 }
 
-AppendResult WriterCore::Impl::settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
-                    std::uint64_t delivered_bytes) noexcept
+void Accounting::count_append(const Lines& lines, const AppendResult& r) noexcept
+{
+    tally_add(lines, r, r.records_written == lines.records ? lines.bytes.size() : r.landed);
+}
+
+AppendResult Accounting::settle(const Lines& lines, std::uint64_t delivered,
+                                std::uint64_t failed, std::uint64_t delivered_bytes) noexcept
 {
     AppendResult r;
     r.attempted = true;
@@ -54,83 +60,123 @@ AppendResult WriterCore::Impl::settle(const Lines& lines, std::uint64_t delivere
     r.records_written = delivered;
     r.records_failed = failed;
     r.records_unknown = lines.records - delivered - failed;
-    tally.written += r.records_written;
-    tally.write_error += r.records_failed;
-    tally.unknown += r.records_unknown;
-    if (delivered > 0) {
-        ++tally.batches;
-        tally.bytes += delivered_bytes;
-        // Which lines were sanitized is known only for the whole group.
-        if (delivered == lines.records) tally.sanitized += lines.sanitized;
-    }
+    tally_add(lines, r, delivered_bytes);
     r.landed = delivered_bytes;
     if (delivered < lines.records) r.ec = std::make_error_code(std::errc::io_error);
     return r;
 }
 
-void WriterCore::Impl::on_malformed(std::string_view what) noexcept
+void Accounting::tally_add(const Lines& lines, const AppendResult& r,
+                           std::uint64_t landed_bytes) noexcept
 {
-    ++tally.malformed;
-    if (log_worthy(++malformed_seen))
+    tally_.written += r.records_written;
+    tally_.write_error += r.records_failed;
+    tally_.unknown += r.records_unknown;
+    if (r.records_written > 0) {
+        ++tally_.batches;
+        tally_.bytes += landed_bytes;
+        // Which lines were sanitized is known only for the whole group.
+        if (r.records_written == lines.records) tally_.sanitized += lines.sanitized;
+    }
+}
+
+void Accounting::on_malformed(std::string_view what) noexcept
+{
+    ++tally_.malformed;
+    if (log_worthy(++malformed_seen_))
         say(LogLevel::warning, &WriterMessages::malformed, what);
 }
 
-void WriterCore::Impl::on_unexpected(Stage stage, std::string_view what) noexcept
+void Accounting::on_unexpected(Stage stage, std::string_view what) noexcept
 {
-    ++tally.unexpected;
+    ++tally_.unexpected;
     log_unexpected(stage, what);
 }
 
-void WriterCore::Impl::log_unexpected(Stage stage, std::string_view what) noexcept
+void Accounting::log_unexpected(Stage stage, std::string_view what) noexcept
 {
-    std::uint64_t& seen = stage == Stage::serialize ? unexpected_serialize : unexpected_write;
+    std::uint64_t& seen = stage == Stage::serialize ? unexpected_serialize_ : unexpected_write_;
     if (log_worthy(++seen))
         log(LogLevel::error,
             fmt::format("Unexpected error {} {} record ({} so far): {}",
                         stage == Stage::serialize ? "serializing" : "writing",
-                        self.opts_.subject, seen, what));
+                        opts_.subject, seen, what));
+}
+
+void Accounting::on_write_failure(std::error_code ec, const LineSink& to,
+                                  std::string_view key) noexcept
+{
+    if (!log_worthy(++write_failures_)) return;
+    if (!ec) ec = std::make_error_code(std::errc::io_error);
+    try {
+        say(LogLevel::warning, &WriterMessages::write_failed, ec.message(), to.describe(key));
+    } catch (...) {
+        // describe() ran out of memory: the count tells.
+    }
+}
+
+void Accounting::on_sync_failure(std::error_code ec) noexcept
+{
+    if (log_worthy(++sync_failures_))
+        log(LogLevel::warning,
+            fmt::format("Failed to fsync {} JSONL: {}", opts_.subject, ec.message()));
+}
+
+void Accounting::log(LogLevel level, std::string_view msg) const noexcept
+{
+    try {
+        if (opts_.log) opts_.log(level, msg);
+        else log_to_stderr(level, msg);
+    } catch (...) {
+        // A throwing log sink must not cost records or the drain.
+    }
 }
 
 // "Dropped N <subject> records" for every N in (logged, now] that is 1 or a multiple of
 // 1000: the same lines a synchronous logger would print, without a log call on submit.
-void WriterCore::Impl::log_queue_drops() noexcept
+void Accounting::log_queue_drops() noexcept
 {
-    const std::uint64_t now = queue_full.load(std::memory_order_acquire);
-    std::uint64_t logged = queue_full_logged.load(std::memory_order_acquire);
+    const std::uint64_t now = queue_full_.load(std::memory_order_acquire);
+    std::uint64_t logged = queue_full_logged_.load(std::memory_order_acquire);
     while (logged < now) {
         const std::uint64_t next = logged == 0 ? 1 : (logged / 1000 + 1) * 1000;
         if (next > now) {
             // No mark between: remember the count (a failed exchange re-reads and retries).
-            if (queue_full_logged.compare_exchange_weak(logged, now, std::memory_order_acq_rel))
+            if (queue_full_logged_.compare_exchange_weak(logged, now, std::memory_order_acq_rel))
                 break;
             continue;
         }
-        if (queue_full_logged.compare_exchange_weak(logged, next, std::memory_order_acq_rel)) {
+        if (queue_full_logged_.compare_exchange_weak(logged, next, std::memory_order_acq_rel)) {
             say(LogLevel::warning, &WriterMessages::queue_full, next);
             logged = next;
         }
     }
 }
 
+void Accounting::snapshot(WriterStats& s) const noexcept
+{
+    // Consumer-side counters first: each counts records pushed before it, so the push
+    // count read afterwards is never smaller than what they add up to.
+    s.written = written_.load(std::memory_order_acquire);
+    s.batches = batches_.load(std::memory_order_relaxed);
+    s.bytes = bytes_.load(std::memory_order_relaxed);
+    s.sanitized = sanitized_.load(std::memory_order_relaxed);
+    s.unknown = unknown_.load(std::memory_order_acquire);
+    s.dropped.malformed = malformed_.load(std::memory_order_acquire);
+    s.dropped.write_error = write_error_.load(std::memory_order_acquire);
+    s.dropped.shutdown = shutdown_.load(std::memory_order_acquire);
+    s.dropped.unexpected = unexpected_.load(std::memory_order_acquire);
+    s.dropped.oldest_evicted = evicted_.load(std::memory_order_acquire);
+    s.dropped.queue_full = queue_full_.load(std::memory_order_acquire);
+    s.dropped.closed = closed_.load(std::memory_order_acquire);
+}
+
 WriterStats WriterCore::stats() const noexcept
 {
     auto& d = const_cast<Impl&>(*impl_);
     WriterStats s;
-    // Consumer-side counters first: each counts records pushed before it, so the push
-    // count read afterwards is never smaller than what they add up to.
-    s.written = d.written.load(std::memory_order_acquire);
-    s.batches = d.batches.load(std::memory_order_relaxed);
-    s.bytes = d.bytes.load(std::memory_order_relaxed);
-    s.sanitized = d.sanitized.load(std::memory_order_relaxed);
-    s.unknown = d.unknown.load(std::memory_order_acquire);
-    s.dropped.malformed = d.malformed.load(std::memory_order_acquire);
-    s.dropped.write_error = d.write_error.load(std::memory_order_acquire);
-    s.dropped.shutdown = d.shutdown.load(std::memory_order_acquire);
-    s.dropped.unexpected = d.unexpected.load(std::memory_order_acquire);
-    s.dropped.oldest_evicted = d.evicted.load(std::memory_order_acquire);
-    s.dropped.queue_full = d.queue_full.load(std::memory_order_acquire);
-    s.dropped.closed = d.closed.load(std::memory_order_acquire);
-    s.files_closed = d.file_sink ? d.file_sink->files_closed() : 0;
+    d.accounting.snapshot(s);  // before the push count: see snapshot()
+    s.files_closed = d.sinks.files_closed();
     std::uint64_t pushes = 0;
     if (Impl::Guard g{d}) pushes = hooks_ ? hooks_->claimed() : 0;
     else pushes = final_pushes_.load(std::memory_order_acquire);
@@ -143,7 +189,7 @@ WriterStats WriterCore::stats() const noexcept
 
 void WriterCore::count_queue_full() noexcept
 {
-    const std::uint64_t n = impl_->queue_full.fetch_add(1, std::memory_order_acq_rel) + 1;
+    const std::uint64_t n = impl_->accounting.count_queue_full();
     // A drop that reaches a log mark (1, then every 1000th) has the warning logged on the
     // strand: the I/O thread logs marks too, after each step, but a full queue often means
     // it is stuck in a write. One post per 1000 drops; the producer never formats or logs.
@@ -151,7 +197,7 @@ void WriterCore::count_queue_full() noexcept
         try {
             asio::post(impl_->strand, [core = shared_from_this()] {
                 Impl& d = *core->impl_;
-                if (Impl::Guard g{d}) d.log_queue_drops();  // not once the writer is gone
+                if (Impl::Guard g{d}) d.accounting.log_queue_drops();  // not once the writer is gone
             });
         } catch (...) {
             // Out of memory: the I/O thread still logs the mark after its next step.
@@ -160,9 +206,9 @@ void WriterCore::count_queue_full() noexcept
 }
 std::uint64_t WriterCore::queue_full_count() const noexcept
 {
-    return impl_->queue_full.load(std::memory_order_acquire);
+    return impl_->accounting.queue_full();
 }
-void WriterCore::count_closed() noexcept { impl_->closed.fetch_add(1, std::memory_order_acq_rel); }
-void WriterCore::count_evicted() noexcept { impl_->evicted.fetch_add(1, std::memory_order_acq_rel); }
+void WriterCore::count_closed() noexcept { impl_->accounting.count_closed(); }
+void WriterCore::count_evicted() noexcept { impl_->accounting.count_evicted(); }
 
 }  // namespace jsonlw::detail

@@ -64,7 +64,7 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
     WriterCore& w = *core;
     const auto& o = w.opts_;
     for (;;) {
-        if (d.handoff.abandoned() || d.finished) break;
+        if (d.handoff.abandoned() || d.waiters.finished()) break;
         std::uint64_t claimed = 0, consumed = 0;
         {
             Guard g(d);
@@ -72,14 +72,14 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
             claimed = w.hooks_->claimed();
             consumed = w.hooks_->consumed();
         }
-        d.complete_flushes(consumed, {});
-        if (d.reopen_requested.load(std::memory_order_acquire) && !d.closing) {
+        d.waiters.complete_flushes(consumed, {});
+        if (d.sinks.reopen_requested() && !d.closing) {
             // Between batches: the records written so far stay in the closed file.
-            auto waiters = std::move(d.reopen_waiters);
-            d.reopen_waiters.clear();
+            auto reopens = d.waiters.take_reopens();
             co_await d.on_io(IoTask::reopen);
             d.tick_due = d.tick_due_io;
-            for (auto& h : waiters) d.complete(std::move(h), error_code(d.reopen_ec));
+            const error_code reopened(d.sinks.reopen_error());
+            for (auto& h : reopens) d.waiters.complete(std::move(h), reopened);
             continue;
         }
         if (claimed == consumed) {
@@ -140,7 +140,7 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
         if (w.wake_state_.load(std::memory_order_relaxed) != awake)
             w.wake_state_.store(awake, std::memory_order_seq_cst);
         // Linger: give a short batch up to flush_interval to fill.
-        if (o.flush_interval.count() > 0 && !d.closing && d.flush_waiters.empty() &&
+        if (o.flush_interval.count() > 0 && !d.closing && !d.waiters.flushing() &&
             claimed - consumed < o.batch_records) {
             d.wake_at.store(consumed + o.batch_records, std::memory_order_relaxed);
             w.wake_state_.store(lingering, std::memory_order_seq_cst);
@@ -160,13 +160,13 @@ asio::awaitable<void> WriterCore::Impl::drain(std::shared_ptr<WriterCore> core)
             }
             w.wake_state_.store(awake, std::memory_order_seq_cst);
         }
-        d.yield_hop.store(d.closing || !d.flush_waiters.empty(), std::memory_order_relaxed);
+        d.yield_hop.store(d.closing || d.waiters.flushing(), std::memory_order_relaxed);
         co_await d.on_io(IoTask::step);
         d.fsync_due = d.fsync_due_io;  // written by the task, read after its completion
         d.tick_due = d.tick_due_io;
     }
     // Detached (the writer is gone) or abandoned: settle every waiter.
-    if (!d.finished) d.finish(d.handoff.discarded_at_shutdown() == 0);
+    if (!d.waiters.finished()) d.finish(d.handoff.discarded_at_shutdown() == 0);
 }
 
 // Any thread: have wake_drain() run on the strand.

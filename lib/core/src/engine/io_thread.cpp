@@ -3,8 +3,6 @@
 // reopen and tick.
 #include "writer_core_impl.hpp"
 
-#include <fmt/format.h>
-
 namespace jsonlw::detail {
 
 namespace {
@@ -20,18 +18,14 @@ void WriterCore::Impl::run_io_task(IoTask task) noexcept
     switch (task) {
     case IoTask::step:
         io_step();
-        fsync_due_io = self.opts_.durability == Durability::fsync_interval && unsynced
-                           ? std::optional<clock::time_point>(last_sync + self.opts_.fsync_interval)
-                           : std::nullopt;
+        fsync_due_io = sinks.sync_due();
         break;
     case IoTask::finalize: finalize_io(); break;
-    case IoTask::sync: sync_now(); break;
-    case IoTask::reopen: reopen_io(); break;
-    case IoTask::tick:
-        if (sink && sinks_started) sink->tick();
-        break;
+    case IoTask::sync: sinks.sync(); break;
+    case IoTask::reopen: sinks.reopen(); break;
+    case IoTask::tick: sinks.tick(); break;
     }
-    tick_due_io = sink_tick();
+    tick_due_io = sinks.next_tick();
 }
 
 // --- I/O thread ---
@@ -57,40 +51,30 @@ void WriterCore::Impl::io_step() noexcept
         }
         handoff.unlock();
         if (n == 0) break;
-        notify_space();
-        tally = Tally{};
+        space.notify(*self.hooks_);
+        accounting.begin_unit();
         handoff.appending(true);
         self.hooks_->write_staged();
-        publish(n);
-        if (sink && sinks_started) sink->after_batch();
+        // Close may have given up on the unit and counted it unknown.
+        if (handoff.publish_claim()) {
+            accounting.publish(n);
+            handoff.end_unit();
+        }
+        sinks.after_batch();
         handoff.appending(false);
         if (!full || life->detaching.load(std::memory_order_relaxed) ||
             yield_hop.load(std::memory_order_relaxed))
             break;
     }
-    log_queue_drops();
-    if (o.durability == Durability::fsync_interval && unsynced &&
-        clock::now() - last_sync >= o.fsync_interval)
-        sync_now();
+    accounting.log_queue_drops();
+    if (sinks.sync_overdue()) sinks.sync();
 }
 
 void WriterCore::Impl::finalize_io() noexcept
 {
-    log_queue_drops();
-    if (self.opts_.durability != Durability::none) sync_now();
-    close_sinks(self.opts_.durability != Durability::none);
-}
-
-void WriterCore::Impl::sync_now() noexcept
-{
-    std::error_code ec = sink && sinks_started ? sink->sync() : std::error_code{};
-    if (const std::error_code p = sinks_started ? paths.sync() : std::error_code{}; p && !ec)
-        ec = p;
-    last_sync = clock::now();
-    unsynced = false;
-    if (ec && log_worthy(++sync_failures))
-        log(LogLevel::warning,
-            fmt::format("Failed to fsync {} JSONL: {}", self.opts_.subject, ec.message()));
+    accounting.log_queue_drops();
+    if (self.opts_.durability != Durability::none) sinks.sync();
+    sinks.close(self.opts_.durability != Durability::none);
 }
 
 }  // namespace jsonlw::detail

@@ -26,7 +26,8 @@ void WriterCore::Impl::start_serializers() noexcept
                                                        max_serializer_threads);
     if (wanted == 1) return;
     if (!self.hooks_ || !self.hooks_->serializes_concurrently()) {
-        log(LogLevel::warning,
+        accounting.log(
+            LogLevel::warning,
             fmt::format("serializer_threads = {} ignored: the {} writer's serialize() is not "
                         "declared safe to run concurrently; serializing on its I/O thread",
                         self.opts_.serializer_threads, self.opts_.subject));
@@ -40,9 +41,10 @@ void WriterCore::Impl::start_serializers() noexcept
         self.unit_batches_ = wanted;
     } catch (const std::exception& e) {
         pool.reset();
-        log(LogLevel::warning, fmt::format("serializer_threads = {}: cannot start the helpers "
-                                           "({}); serializing on the I/O thread",
-                                           wanted, e.what()));
+        accounting.log(LogLevel::warning,
+                       fmt::format("serializer_threads = {}: cannot start the helpers ({}); "
+                                   "serializing on the I/O thread",
+                                   wanted, e.what()));
     }
 }
 

@@ -1,64 +1,89 @@
 // Overflow::block: producers waiting for room (wait_for_space() on the producer's thread,
 // add_space_waiter() for async_submit()) and the I/O thread waking them after a pop.
+#include "space_wait.hpp"
+
 #include "writer_core_impl.hpp"
 
 #include <algorithm>
 
 namespace jsonlw::detail {
 
-void WriterCore::Impl::notify_space() noexcept
+void SpaceWait::notify(const QueueHooks& queue) noexcept
 {
-    if (self.opts_.overflow != Overflow::block) return;
+    if (!block_) return;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (space_waiters.load(std::memory_order_seq_cst) == 0) return;
+    if (waiters_.load(std::memory_order_seq_cst) == 0) return;
     // Hysteresis: a producer blocked on a full queue is woken once a quarter of it is
     // free, not after every batch — one sleep and wake-up (two context switches) per
     // quarter of the queue instead of per batch_records. (Close and shutdown wake
     // everyone anyway.)
-    if (self.hooks_->queued() + space_wake_free > std::max<std::size_t>(self.opts_.queue_capacity, 1))
-        return;
-    std::vector<std::function<void()>> retries;
+    if (queue.queued() + wake_free_ > std::max<std::size_t>(capacity_, 1)) return;
+    std::vector<Retry> retries;
     {
-        std::lock_guard lk(space_mu);
-        space_cv.notify_all();
-        retries.swap(async_space_waiters);
-        space_waiters.fetch_sub(static_cast<int>(retries.size()), std::memory_order_seq_cst);
+        std::lock_guard lk(mu_);
+        cv_.notify_all();
+        retries.swap(async_);
+        waiters_.fetch_sub(static_cast<int>(retries.size()), std::memory_order_seq_cst);
     }
     for (auto& r : retries) r();
 }
 
-bool WriterCore::wait_for_space(clock::time_point deadline) noexcept
+bool SpaceWait::wait(clock::time_point deadline, const QueueHooks& queue,
+                     const std::atomic<bool>& detaching) noexcept
 {
-    Impl& d = *impl_;
-    const std::size_t cap = opts_.queue_capacity == 0 ? 1 : opts_.queue_capacity;
-    std::unique_lock lk(d.space_mu);
-    d.space_waiters.fetch_add(1, std::memory_order_seq_cst);
+    const std::size_t cap = capacity_ == 0 ? 1 : capacity_;
+    std::unique_lock lk(mu_);
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
     bool room = true;
-    while (!d.life->detaching.load(std::memory_order_seq_cst) && hooks_->queued() >= cap) {
-        if (d.space_cv.wait_until(lk, deadline) == std::cv_status::timeout) {
-            room = d.life->detaching.load() || hooks_->queued() < cap;
+    while (!detaching.load(std::memory_order_seq_cst) && queue.queued() >= cap) {
+        if (cv_.wait_until(lk, deadline) == std::cv_status::timeout) {
+            room = detaching.load() || queue.queued() < cap;
             break;
         }
     }
-    d.space_waiters.fetch_sub(1, std::memory_order_seq_cst);
+    waiters_.fetch_sub(1, std::memory_order_seq_cst);
     return room;
+}
+
+bool SpaceWait::add_async(Retry& retry, const QueueHooks* queue,
+                          const std::atomic<bool>& detaching)
+{
+    std::lock_guard lk(mu_);
+    if (detaching.load()) return false;
+    async_.push_back(std::move(retry));
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    // A pop may have happened before we registered: retry once more now.
+    if (!queue || queue->queued() >= capacity_) return true;
+    retry = std::move(async_.back());
+    async_.pop_back();
+    waiters_.fetch_sub(1, std::memory_order_seq_cst);
+    return false;
+}
+
+void SpaceWait::wake_all() noexcept
+{
+    std::lock_guard lk(mu_);
+    cv_.notify_all();
+}
+
+std::vector<SpaceWait::Retry> SpaceWait::take_async() noexcept
+{
+    std::vector<Retry> retries;
+    {
+        std::lock_guard lk(mu_);
+        retries.swap(async_);
+    }
+    return retries;
+}
+
+bool WriterCore::wait_for_space(clock::time_point deadline) noexcept
+{
+    return impl_->space.wait(deadline, *hooks_, impl_->life->detaching);
 }
 
 void WriterCore::add_space_waiter(std::function<void()> retry)
 {
-    Impl& d = *impl_;
-    {
-        std::lock_guard lk(d.space_mu);
-        if (!d.life->detaching.load()) {
-            d.async_space_waiters.push_back(std::move(retry));
-            d.space_waiters.fetch_add(1, std::memory_order_seq_cst);
-            // A pop may have happened before we registered: retry once more now.
-            if (!hooks_ || hooks_->queued() >= opts_.queue_capacity) return;
-            retry = std::move(d.async_space_waiters.back());
-            d.async_space_waiters.pop_back();
-            d.space_waiters.fetch_sub(1, std::memory_order_seq_cst);
-        }
-    }
+    if (impl_->space.add_async(retry, hooks_, impl_->life->detaching)) return;
     asio::post(impl_->strand, std::move(retry));
 }
 

@@ -42,6 +42,10 @@ WriterCore::Impl::Impl(WriterCore& core)
       strand(asio::make_strand(core.ex_)),
       wake_timer(strand),
       close_timer(strand),
+      accounting(core.opts_),
+      sinks(core.opts_, accounting),
+      space(core.opts_),
+      waiters(core.ex_),
       poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
                                                   std::max<std::size_t>(core.opts_.batch_records, 1)))
 {
@@ -68,17 +72,7 @@ WriterCore::Impl::~Impl()
     }
     // No I/O task runs any more (each keeps the core alive): a writer destroyed without
     // async_close(), or whose close timed out, still gives its file its final name.
-    close_sinks(false);
-}
-
-void WriterCore::Impl::log(LogLevel level, std::string_view msg) const noexcept
-{
-    try {
-        if (self.opts_.log) self.opts_.log(level, msg);
-        else log_to_stderr(level, msg);
-    } catch (...) {
-        // A throwing log sink must not cost records or the drain.
-    }
+    sinks.close(false);
 }
 
 WriterCore::WriterCore(asio::any_io_executor ex, WriterOptions opts)
@@ -103,11 +97,11 @@ void WriterCore::start()
             ec = std::make_error_code(std::errc::not_a_directory);
     }
     if (ec) {
-        impl_->say(LogLevel::error, &WriterMessages::disabling, ec.message(),
-                   opts_.directory.native());
+        impl_->accounting.say(LogLevel::error, &WriterMessages::disabling, ec.message(),
+                              opts_.directory.native());
         state_.store(State::disabled, std::memory_order_release);
         // Records submitted before start() cannot be written anywhere.
-        if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
+        if (hooks_) impl_->accounting.count_write_error(hooks_->discard_queued());
         return;
     }
     const std::string host = host_name();
@@ -117,26 +111,15 @@ void WriterCore::start()
                     opts_.file_mode, opts_.log,      {}};
     // The sink is owned by this core: it never calls writer_stats after the core is gone.
     ctx.writer_stats = [this] { return stats(); };
-    d.sink = opts_.sink ? opts_.sink
-                        : std::make_shared<FileSink>(FileSinkOptions{
-                              opts_.rotate_bytes, opts_.rotate_interval, opts_.open_suffix});
-    d.file_sink = dynamic_cast<FileSink*>(d.sink.get());
-    ec = d.sink->start(ctx);
-    if (!ec) {
-        SinkContext paths_ctx = ctx;
-        paths_ctx.directory.clear();  // append(path, …) names its files itself
-        ec = d.paths.start(paths_ctx);
-    }
+    ec = d.sinks.start(ctx);
     if (ec) {
-        impl_->say(LogLevel::error, &WriterMessages::disabling, ec.message(),
-                   d.sink->describe({}));
+        d.accounting.say(LogLevel::error, &WriterMessages::disabling, ec.message(),
+                         d.sinks.describe());
         state_.store(State::disabled, std::memory_order_release);
-        if (hooks_) impl_->write_error.fetch_add(hooks_->discard_queued());
+        if (hooks_) d.accounting.count_write_error(hooks_->discard_queued());
         return;
     }
-    d.sinks_started = true;
-    d.sinks_started_once = true;
-    if (d.file_sink) file_path_ = d.file_sink->path();
+    file_path_ = d.sinks.file_path();
     writer_id_ = fmt::format("{}-{}-{}", host, ::getpid(), next_generation());
     if (opts_.envelope) {
         LineBuffer b;
@@ -144,8 +127,8 @@ void WriterCore::start()
         envelope_writer_.assign(b.data() + 1, b.size() - 1);  // "writer":"…" (escaped)
     }
     if (!opts_.messages.started.empty())
-        impl_->say(LogLevel::info, &WriterMessages::started, opts_.directory.native(),
-                   d.sink->describe({}));
+        d.accounting.say(LogLevel::info, &WriterMessages::started, opts_.directory.native(),
+                         d.sinks.describe());
     impl_->start_serializers();
     impl_->drain_running = true;
     asio::co_spawn(impl_->strand, Impl::drain(shared_from_this()), asio::detached);
@@ -161,30 +144,22 @@ void WriterCore::shutdown() noexcept
     if (hooks_) final_pushes_.store(hooks_->close_intake(), std::memory_order_release);
     d.life->detaching.store(true, std::memory_order_seq_cst);
     // Wake threads blocked in submit(); they see the queue closed.
-    {
-        std::lock_guard lk(d.space_mu);
-        d.space_cv.notify_all();
-    }
+    d.space.wake_all();
     // Wait for a running batch (it checks `detaching` between batches).
     for (int a = d.life->active.load(); a != 0; a = d.life->active.load()) d.life->active.wait(a);
     if (hooks_) {
         d.handoff.lock();
         const std::size_t n = hooks_->discard_queued();
         d.handoff.discarded_at_shutdown(n);
-        d.shutdown.fetch_add(n, std::memory_order_release);
+        d.accounting.count_shutdown(n);
         d.handoff.unlock();
         // async_submit() waiters: their retry finds the queue closed and completes.
-        std::vector<std::function<void()>> retries;
-        {
-            std::lock_guard lk(d.space_mu);
-            retries.swap(d.async_space_waiters);
-        }
-        for (auto& r : retries) r();
+        for (auto& r : d.space.take_async()) r();
     }
     // No I/O task runs any more (each holds the life guard while it runs): the sink is
     // closed here, on the destructor's thread, so that what it writes at close (a file's final
     // name, a durable sidecar) is there when the writer is gone. After a close, a no-op.
-    d.close_sinks(false);
+    d.sinks.close(false);
     asio::post(d.strand, [core = shared_from_this()] { core->impl_->wake_drain(); });
 }
 
@@ -213,39 +188,30 @@ void WriterCore::envelope_close(LineBuffer& buf, std::size_t body)
     }
 }
 
-void WriterCore::on_malformed(std::string_view what) noexcept { impl_->on_malformed(what); }
+void WriterCore::on_malformed(std::string_view what) noexcept
+{
+    impl_->accounting.on_malformed(what);
+}
 void WriterCore::on_unexpected(Stage stage, std::string_view what) noexcept
 {
-    impl_->on_unexpected(stage, what);
+    impl_->accounting.on_unexpected(stage, what);
 }
 AppendResult WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
-    return impl_->write_to(impl_->paths, path.native(), lines);
+    return impl_->sinks.append(path, lines);
 }
 
 AppendResult WriterCore::write_lines(std::string_view key, const Lines& lines) noexcept
 {
-    Impl& d = *impl_;
-    if (!d.sinks_started) {  // after close's last hook: nowhere to write
-        AppendResult r;
-        r.ec = std::make_error_code(std::errc::bad_file_descriptor);
-        r.records_failed = lines.records;
-        d.tally.write_error += lines.records;
-        return r;
-    }
-    return d.write_to(*d.sink, key, lines);
+    return impl_->sinks.write_lines(key, lines);
 }
 
 AppendResult WriterCore::settle(const Lines& lines, std::uint64_t delivered,
                                 std::uint64_t failed, std::uint64_t delivered_bytes) noexcept
 {
-    return impl_->settle(lines, delivered, failed, delivered_bytes);
+    return impl_->accounting.settle(lines, delivered, failed, delivered_bytes);
 }
 
-std::vector<std::filesystem::path> WriterCore::files() const
-{
-    // The sink is set by start() before anything else of the writer runs, then never again.
-    return impl_->sink ? impl_->sink->files() : std::vector<std::filesystem::path>{};
-}
+std::vector<std::filesystem::path> WriterCore::files() const { return impl_->sinks.files(); }
 
 }  // namespace jsonlw::detail

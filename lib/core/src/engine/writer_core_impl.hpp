@@ -1,28 +1,33 @@
-// WriterCore::Impl: the state every part of the engine shares, and the one place that says
-// which file of lib/core/src/engine/ owns which part. Included only by those files.
+// WriterCore::Impl: the engine's objects put together, and the one place that says which
+// file of lib/core/src/engine/ owns which part (docs/design.md, "Data flow", names the
+// objects). Included only by those files.
 //
-//   writer_core.cpp  the public WriterCore: construction, start(), shutdown(), envelope
-//   drain.cpp        the drain coroutine on the strand, its wake-ups, the hops to the I/O thread
-//   io_thread.cpp    the I/O thread's tasks: a step of batches, the final close, fsyncs
-//   close_handoff.hpp who counts the unit in flight when close runs out of time
-//   accounting.cpp   where a record is counted (written, dropped, unknown), stats(), the
-//                    rate-limited logs of each reason
-//   sink_io.cpp      the writer's sink and path appends: counting what they report
-//   waiters.cpp      flush, reopen and close waiters; the close timeout; async_*_impl
-//   space_wait.cpp   Overflow::block: producers waiting for room
-//   parallel_serialize.cpp  serializer_threads: the helpers, a unit's records serialized ahead
+//   writer_core.cpp    the public WriterCore: construction, start(), shutdown(), envelope
+//   drain.cpp          the drain coroutine on the strand (its state is Impl's, below), its
+//                      wake-ups, the hops to the I/O thread
+//   io_thread.cpp      the I/O thread's tasks: a step of units, the final close
+//   close_handoff.hpp  CloseHandoff: who counts the unit in flight when close runs out of time
+//   accounting.hpp/.cpp  Accounting: where a record is counted (written, dropped, unknown),
+//                      the stats snapshot, the rate-limited logs of each reason
+//   sink_set.hpp/.cpp  SinkSet: the writer's sink and path appends, fsyncs, reopen, tick, close
+//   waiters.hpp/.cpp   Waiters: the pending flush, reopen and close completions
+//   async_ops.cpp      async_*_impl, close's protocol and its timeout
+//   space_wait.hpp/.cpp  SpaceWait: Overflow::block, producers waiting for room
+//   serializer_pool.hpp/.cpp  SerializerPool: serializer_threads' helpers
+//   parallel_serialize.cpp  a unit's records serialized ahead on the pool
 #pragma once
 
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/error.hpp>
-#include <jsonlw/sinks/file_sink.hpp>
-#include <jsonlw/sinks/partitioned_file_sink.hpp>
 
 #include "../host_names.hpp"
 
-#include <fmt/format.h>
+#include "accounting.hpp"
 #include "close_handoff.hpp"
 #include "serializer_pool.hpp"
+#include "sink_set.hpp"
+#include "space_wait.hpp"
+#include "waiters.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
@@ -35,13 +40,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <ctime>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,9 +56,6 @@ namespace jsonlw::detail {
 
 namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
-
-// Logged at the first occurrence, then every 1000th.
-inline bool log_worthy(std::uint64_t nth) noexcept { return nth == 1 || nth % 1000 == 0; }
 
 // The memory of the wake-up a producer posts: one slot owned by the writer, so a wake-up
 // allocates nothing on the producer's thread. A second wake-up while the first is still
@@ -77,36 +77,8 @@ struct WakeArena {
 };
 
 struct WriterCore::Impl {
-    // What one batch's serialize_batch()/append() calls resolved (I/O thread).
-    struct Tally {
-        std::uint64_t written = 0, malformed = 0, unexpected = 0, write_error = 0, unknown = 0;
-        std::uint64_t sanitized = 0, bytes = 0, batches = 0;
-        std::uint64_t resolved() const noexcept
-        {
-            return written + malformed + unexpected + write_error + unknown;
-        }
-    };
-
     explicit Impl(WriterCore& core);  // writer_core.cpp
     ~Impl();
-    void log(LogLevel level, std::string_view msg) const noexcept;
-    // Logs one of WriterOptions::messages, `wording` (a member of it), with the subject as
-    // {0} and `args` after it; a format fmt rejects falls back to `fallback`'s wording.
-    template <class... Args>
-    void say(LogLevel level, std::string WriterMessages::*wording, const Args&... args) const noexcept
-    {
-        try {
-            try {
-                log(level, fmt::format(fmt::runtime(self.opts_.messages.*wording),
-                                       self.opts_.subject, args...));
-            } catch (const fmt::format_error&) {
-                log(level, fmt::format(fmt::runtime(WriterMessages{}.*wording),
-                                       self.opts_.subject, args...));
-            }
-        } catch (...) {
-            // Out of memory: the counters still tell.
-        }
-    }
 
     // --- hooks guard: the typed writer may be destroyed while the core lives on ---
     // Shared with I/O tasks so that a task can leave() after handing its completion to the
@@ -144,8 +116,6 @@ struct WriterCore::Impl {
         explicit operator bool() const noexcept { return ok; }
     };
 
-
-
     // --- drain.cpp (strand) ---
     static asio::awaitable<void> drain(std::shared_ptr<WriterCore> core);
     // co_await on_io(task): runs the task on the I/O thread and resumes on the strand.
@@ -157,44 +127,16 @@ struct WriterCore::Impl {
     void run_io_task(IoTask task) noexcept;
     void io_step() noexcept;
     void finalize_io() noexcept;
-    void sync_now() noexcept;
 
-    // --- accounting.cpp (I/O thread; publish() ends each batch) ---
-    void publish(std::size_t n) noexcept;
-    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
-                        std::uint64_t delivered_bytes) noexcept;
-    void on_malformed(std::string_view what) noexcept;
-    void on_unexpected(Stage stage, std::string_view what) noexcept;
-    void log_unexpected(Stage stage, std::string_view what) noexcept;
-    void log_queue_drops() noexcept;  // any thread (the I/O thread, the strand)
-
-    // --- sink_io.cpp (I/O thread; the sinks set up by start()) ---
-    // Hands `lines` to `to` under `key` and counts what it reports.
-    AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
-    void reopen_io() noexcept;
-    void close_sinks(bool durable) noexcept;
-    std::optional<clock::time_point> sink_tick() const noexcept;
-
-    // --- waiters.cpp (strand) ---
-    void complete_flushes(std::uint64_t resolved_upto, error_code ec);
-    // Runs h(args...) through the writer's executor, then on h's associated executor —
-    // never inline, never on the I/O thread.
-    template <class Handler, class... Args>
-    void complete(Handler h, Args... args)
-    {
-        asio::post(self.ex_, asio::append(std::move(h), std::move(args)...));
-    }
+    // --- async_ops.cpp (strand) ---
+    // Close is done (drained: nothing was left behind): completes every waiter.
     void finish(bool drained);
     void abandon();
     void on_close_request(asio::any_completion_handler<void(error_code, CloseReport)> h);
 
-    // --- space_wait.cpp (I/O thread, after a pop) ---
-    void notify_space() noexcept;
-
     // --- parallel_serialize.cpp (start(), on its caller's thread) ---
     static constexpr std::size_t max_serializer_threads = 64;
     void start_serializers() noexcept;
-
 
     WriterCore& self;
     asio::strand<asio::any_io_executor> strand;
@@ -205,70 +147,31 @@ struct WriterCore::Impl {
     asio::steady_timer wake_timer;   // the drain parks (or lingers) on it
     asio::steady_timer close_timer;  // shutdown_timeout
 
-    // Counters. Consumer side (the batch or close): written ... shutdown, unknown.
-    std::atomic<std::uint64_t> written{0}, batches{0}, bytes{0}, sanitized{0}, unknown{0};
-    std::atomic<std::uint64_t> malformed{0}, write_error{0}, shutdown{0}, unexpected{0};
-    // Producer side.
-    alignas(64) std::atomic<std::uint64_t> queue_full{0};
-    std::atomic<std::uint64_t> closed{0}, evicted{0};
-
+    // The engine's objects; each says at its top who calls it from which thread.
+    Accounting accounting;
+    SinkSet sinks;
+    SpaceWait space;
+    Waiters waiters;
+    CloseHandoff handoff;
     // serializer_threads > 1 (and a writer that allows it): the helpers. Made by start().
     std::unique_ptr<SerializerPool> pool;
 
-    // The writer's destination (opts.sink, or a FileSink made by start()); paths: the
-    // files a write_batch() override names. I/O thread, but for files().
-    std::shared_ptr<LineSink> sink;
-    FileSink* file_sink = nullptr;  // sink, when it is a FileSink (file_path(), files_closed)
-    PartitionedFileSink paths;
-    bool sinks_started = false;       // I/O thread (and start())
-    bool sinks_started_once = false;  // set by start() before the drain runs; never cleared
     const std::uint64_t poll_wake_records;  // see maybe_wake()
-    // Free slots that wake Overflow::block producers (a quarter of the queue, at least 1).
-    const std::size_t space_wake_free = std::max<std::size_t>(1, self.opts_.queue_capacity / 4);
-    Tally tally;
-    std::uint64_t malformed_seen = 0, unexpected_serialize = 0;
-    std::uint64_t unexpected_write = 0, write_failures = 0, sync_failures = 0;
-    bool unsynced = false;
-    clock::time_point last_sync{};
-
-    // The last queue-full count logged ("Dropped N <subject> records" at 1 and every 1000th):
-    // claimed by compare-exchange, so the I/O thread and the strand (nudged by the submit
-    // that reaches a mark, in case the I/O thread is stuck in a write) log each mark once.
-    std::atomic<std::uint64_t> queue_full_logged{0};
-
-    // Who counts the unit in flight (the I/O thread or a close out of time), the consumer
-    // lock, the shutdown's claim.
-    CloseHandoff handoff;
-    std::atomic<bool> yield_hop{false};  // the I/O thread returns to the strand soon
+    std::atomic<bool> yield_hop{false};     // the I/O thread returns to the strand soon
 
     // Guard for the typed writer's lifetime.
     std::shared_ptr<Life> life = std::make_shared<Life>();
     std::optional<clock::time_point> fsync_due_io;  // I/O task -> strand, via the hop
     std::optional<clock::time_point> tick_due_io;   // likewise: the sink's next tick()
 
-    std::atomic<bool> reopen_requested{false};
-    std::error_code reopen_ec;  // the last reopen's, I/O task -> strand
-
-    // Overflow::block waiters.
-    std::mutex space_mu;
-    std::condition_variable space_cv;
-    std::atomic<int> space_waiters{0};
-    std::vector<std::function<void()>> async_space_waiters;
-
-    // Strand only.
+    // The drain's own (strand only).
     std::atomic<bool> drain_running{false};
     bool closing = false;
-    bool finished = false;
     std::optional<clock::time_point> tick_due;
-    std::vector<asio::any_completion_handler<void(error_code)>> reopen_waiters;
     std::optional<clock::time_point> empty_since;  // when the drain first found the queue empty
     // Lingering or polling: the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at{0};
     std::optional<clock::time_point> fsync_due;
-    std::vector<std::pair<std::uint64_t, asio::any_completion_handler<void(error_code)>>>
-        flush_waiters;
-    std::vector<asio::any_completion_handler<void(error_code, CloseReport)>> close_waiters;
-    std::optional<CloseReport> report;
 };
 
 }  // namespace jsonlw::detail

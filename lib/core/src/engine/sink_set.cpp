@@ -1,0 +1,138 @@
+// SinkSet (see sink_set.hpp): every group of lines goes to a LineSink, and what the sink
+// reports (records written, failed, unknown) is counted; fsyncs, reopen, tick and the final
+// close reach the sinks from here too.
+#include "sink_set.hpp"
+
+#include "accounting.hpp"
+
+#include <algorithm>
+
+namespace jsonlw::detail {
+
+std::error_code SinkSet::start(const SinkContext& ctx)
+{
+    sink_ = opts_.sink ? opts_.sink
+                       : std::make_shared<FileSink>(FileSinkOptions{
+                             opts_.rotate_bytes, opts_.rotate_interval, opts_.open_suffix});
+    file_sink_ = dynamic_cast<FileSink*>(sink_.get());
+    std::error_code ec = sink_->start(ctx);
+    if (!ec) {
+        SinkContext paths_ctx = ctx;
+        paths_ctx.directory.clear();  // append(path, …) names its files itself
+        ec = paths_.start(paths_ctx);
+    }
+    if (!ec) {
+        started_ = true;
+        started_once_ = true;
+    }
+    return ec;
+}
+
+std::filesystem::path SinkSet::file_path() const
+{
+    return file_sink_ ? file_sink_->path() : std::filesystem::path{};
+}
+
+AppendResult SinkSet::write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept
+{
+    if (lines.records == 0 && lines.bytes.empty()) return {};
+    AppendResult r = to.append(key, lines);
+    // A sink's count that does not add up is clamped: a record is counted once.
+    r.records_written = std::min<std::uint64_t>(r.records_written, lines.records);
+    r.records_failed = std::min<std::uint64_t>(r.records_failed, lines.records - r.records_written);
+    r.records_unknown = lines.records - r.records_written - r.records_failed;
+    accounting_.count_append(lines, r);
+    if (r.records_written > 0 && opts_.durability == Durability::fsync_interval && !unsynced_) {
+        unsynced_ = true;
+        if (last_sync_ == time_point{}) last_sync_ = std::chrono::steady_clock::now();
+    }
+    if (r.records_written < lines.records) accounting_.on_write_failure(r.ec, to, key);
+    return r;
+}
+
+AppendResult SinkSet::write_lines(std::string_view key, const Lines& lines) noexcept
+{
+    if (!started_) {  // after close's last hook: nowhere to write
+        AppendResult r;
+        r.ec = std::make_error_code(std::errc::bad_file_descriptor);
+        r.records_failed = lines.records;
+        accounting_.count_unwritten(lines.records);
+        return r;
+    }
+    return write_to(*sink_, key, lines);
+}
+
+AppendResult SinkSet::append(const std::filesystem::path& path, const Lines& lines) noexcept
+{
+    return write_to(paths_, path.native(), lines);
+}
+
+void SinkSet::after_batch() noexcept
+{
+    if (sink_ && started_) sink_->after_batch();
+}
+
+void SinkSet::sync() noexcept
+{
+    std::error_code ec = sink_ && started_ ? sink_->sync() : std::error_code{};
+    if (const std::error_code p = started_ ? paths_.sync() : std::error_code{}; p && !ec)
+        ec = p;
+    last_sync_ = std::chrono::steady_clock::now();
+    unsynced_ = false;
+    if (ec) accounting_.on_sync_failure(ec);
+}
+
+std::optional<SinkSet::time_point> SinkSet::sync_due() const noexcept
+{
+    return opts_.durability == Durability::fsync_interval && unsynced_
+               ? std::optional<time_point>(last_sync_ + opts_.fsync_interval)
+               : std::nullopt;
+}
+
+bool SinkSet::sync_overdue() const noexcept
+{
+    return opts_.durability == Durability::fsync_interval && unsynced_ &&
+           std::chrono::steady_clock::now() - last_sync_ >= opts_.fsync_interval;
+}
+
+void SinkSet::reopen() noexcept
+{
+    reopen_ec_ = {};
+    if (!reopen_requested_.exchange(false, std::memory_order_acq_rel)) return;
+    if (sink_) reopen_ec_ = sink_->reopen();
+}
+
+void SinkSet::tick() noexcept
+{
+    if (sink_ && started_) sink_->tick();
+}
+
+std::optional<SinkSet::time_point> SinkSet::next_tick() const noexcept
+{
+    return sink_ && started_ ? sink_->next_tick() : std::nullopt;
+}
+
+void SinkSet::close(bool durable) noexcept
+{
+    if (!started_) return;
+    started_ = false;
+    if (sink_) sink_->close(durable);
+    paths_.close(durable);
+}
+
+void SinkSet::close_abandoned() noexcept
+{
+    if (sink_ && started_once_) sink_->close_abandoned();
+}
+
+std::vector<std::filesystem::path> SinkSet::files() const
+{
+    return sink_ ? sink_->files() : std::vector<std::filesystem::path>{};
+}
+
+std::uint64_t SinkSet::files_closed() const noexcept
+{
+    return file_sink_ ? file_sink_->files_closed() : 0;
+}
+
+}  // namespace jsonlw::detail
