@@ -23,6 +23,7 @@
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 #include <jsonlw/sinks/tee_sink.hpp>
 #include <jsonlw/submit_result.hpp>
+#include <jsonlw/trace_context.hpp>
 #include <jsonlw/utc_time.hpp>
 #include <jsonlw/version.hpp>
 #include <jsonlw/writer_messages.hpp>
