@@ -140,11 +140,15 @@ private:
         if (h.refused.empty()) return h.context;
         const std::uint64_t n = invalid_traceparents->fetch_add(1, std::memory_order_relaxed) + 1;
         if (n == 1 || n % 1000 == 0) {
-            const std::string message = fmt::format(
-                "Ignored {} invalid traceparent header(s) of traced requests (this one: {})", n,
-                h.refused);
-            if (log) log(LogLevel::warning, message);
-            else log_to_stderr(LogLevel::warning, message);
+            try {
+                const std::string message = fmt::format(
+                    "Ignored {} invalid traceparent header(s) of traced requests (this one: {})",
+                    n, h.refused);
+                if (log) log(LogLevel::warning, message);
+                else log_to_stderr(LogLevel::warning, message);
+            } catch (...) {
+                // A failing log sink must not cost the line: the count still tells.
+            }
         }
         return std::nullopt;
     }

@@ -186,8 +186,9 @@ struct DisaggPhase {
 
 // What the serving process submits once per finished request. Without `disagg` it becomes a
 // worker line (built from `server`, which is then required); with `disagg` a disagg-server
-// line (from `disagg`, `ctx`, `gen`; disagg_request_id is its last key, after
-// gen_perf_metrics, as TensorRT-LLM's _jsonl_record() appends it). Ids are strings; one made only of digits that fits in
+// line (from `disagg`, `ctx`, `gen`; disagg_request_id is its last TensorRT-LLM key, after
+// gen_perf_metrics, as TensorRT-LLM's _jsonl_record() appends it; only jsonlw's traceparent
+// follows it). Ids are strings; one made only of digits that fits in
 // 64 bits unsigned is written as a JSON integer, as TensorRT-LLM's int() coercion does.
 struct PerfMetricsRecord {
     std::string request_id;

@@ -1,7 +1,8 @@
 // The records of RequestTraceWriter: one request line (requests-<pid>.jsonl) and one response
 // line (responses-<pid>.jsonl) per traced request, plus the helpers that shape their fields.
-// A record holds what the caller saw, raw: redaction, session sanitizing, JSON validation and
-// timestamp formatting happen when it is serialized, on the writer's I/O thread.
+// A record holds what the caller saw, raw: redaction, session sanitizing, JSON validation,
+// timestamp formatting and reading the traceparent header happen when it is serialized, on
+// the writer's I/O thread.
 #pragma once
 
 #include <jsonlw/trace_context.hpp>
