@@ -307,8 +307,9 @@ class RequestTraceWriter(WriterBase):
                         response_kind="json", client_id=None, disagg_request_id=None,
                         ctx_request_id=None, http_status=None, termination=None,
                         response_status=None, incomplete_reason=None, error_code=None,
-                        finished_at=None):
-        """Queues the response line; returns the SubmitResult."""
+                        finished_at=None, traceparent=None):
+        """Queues the response line; returns the SubmitResult. `traceparent`: the request's
+        header value, written as the line's "traceparent" key (left out when invalid)."""
         if not self._output_dir:
             return SubmitResult.disabled
         return self._native.record_response({
@@ -317,7 +318,7 @@ class RequestTraceWriter(WriterBase):
             "disagg_request_id": disagg_request_id, "ctx_request_id": ctx_request_id,
             "http_status": http_status, "termination": termination,
             "response_status": response_status, "incomplete_reason": incomplete_reason,
-            "error_code": error_code, "finished_at": finished_at})
+            "error_code": error_code, "finished_at": finished_at, "traceparent": traceparent})
 
     def begin(self, *, route, headers=(), body=b"", session="", request_state=None,
               disaggregated_params=None, **fields):
@@ -328,7 +329,7 @@ class RequestTraceWriter(WriterBase):
             return None
         tid = self.record_request(route=route, headers=headers, body=body, session=session,
                                   **fields)
-        handle = TraceHandle(self, tid, session)
+        handle = TraceHandle(self, tid, session, _traceparent_of(headers))
         if request_state is not None:
             try:
                 request_state.trtllm_request_trace = handle
@@ -348,17 +349,39 @@ class RequestTraceWriter(WriterBase):
     def writer_suffix(self):
         return self._native.writer_suffix
 
+    @property
+    def invalid_traceparents(self):
+        """Request lines written without the traceparent header they sent (invalid or
+        repeated), counted when written (after flush() or close(): all)."""
+        return self._native.invalid_traceparents
+
     def _describe(self):
         return f"RequestTraceWriter({self._output_dir!r})"
+
+
+def _traceparent_of(headers):
+    """The value of the request's one traceparent header (its name in any case), else None:
+    what its response line carries, as the request line reads it (docs/writers.md, "Trace
+    context on records"; a repeated header is refused there, so none here)."""
+    try:
+        values = [v for n, v in headers
+                  if (n.decode("latin-1") if isinstance(n, bytes) else str(n)).lower() == "traceparent"]
+    except (TypeError, ValueError):
+        return None
+    if len(values) != 1:
+        return None
+    v = values[0]
+    return v.decode("latin-1") if isinstance(v, bytes) else v
 
 
 class TraceHandle:
     """One traced request: its response is written once (the first finish() wins)."""
 
-    def __init__(self, writer, trace_id, session):
+    def __init__(self, writer, trace_id, session, traceparent=None):
         self._writer = weakref.ref(writer)
         self.trace_id = trace_id
         self.session = session
+        self.traceparent = traceparent  # the request's, for its response line
         self.response_written = False
 
     def finish(self, **fields):
@@ -368,6 +391,7 @@ class TraceHandle:
         w = self._writer()
         if w is None:
             return None
+        fields.setdefault("traceparent", self.traceparent)
         return w.record_response(self.trace_id, session=self.session, **fields)
 
     def wrap_stream(self, stream, **fields):

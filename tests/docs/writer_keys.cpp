@@ -59,6 +59,9 @@ int main(int argc, char** argv)
     jsonlw::RequestTraceWriter trace(io.get_executor(), {.directory = dir / "trace"});
     perf.start(), raw.start(), trace.start();
     std::thread loop([&io] { auto w = boost::asio::make_work_guard(io); io.run(); });
+    // Every record carries a trace context (the request line: from its header).
+    constexpr const char* traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const auto tc = jsonlw::TraceContext::parse_traceparent(traceparent);
 
     // Perf metrics: a worker line and a disagg-server line with every field set.
     jsonlw::PerfMetricsRecord worker;
@@ -66,6 +69,7 @@ int main(int argc, char** argv)
     worker.server = full_phase("42");
     worker.ctx_request_id = "17";
     worker.disagg_request_id = "9001";
+    worker.trace_context = tc;
     perf.submit(worker);
     jsonlw::PerfMetricsRecord disagg;
     disagg.request_id = "9001";
@@ -75,6 +79,7 @@ int main(int argc, char** argv)
     disagg.ctx = full_phase("ctx-1");
     disagg.gen = full_phase("gen-1");
     disagg.disagg_request_id = "9001";
+    disagg.trace_context = tc;
     perf.submit(disagg);
 
     // Raw output: logprobs with ranks, top-k and a non-finite value, a token without data,
@@ -86,7 +91,8 @@ int main(int argc, char** argv)
     const std::byte row[8]{};
     raw.on_chunk({.request_id = 1, .text_diff = "ab", .token_ids_diff = {ids, 2},
                   .streaming = true, .disagg_request_id = 9001, .logprobs_diff = lps,
-                  .first_gen_logits = jsonlw::FirstGenLogitsView{jsonlw::snapshot::LogitDType::f32, 2, row, 1}});
+                  .first_gen_logits = jsonlw::FirstGenLogitsView{jsonlw::snapshot::LogitDType::f32, 2, row, 1},
+                  .trace_context = tc});
     raw.on_chunk({.request_id = 1, .text_diff = "c", .token_ids_diff = {ids + 2, 1},
                   .is_final = true, .text = "abc"});
     raw.on_chunk({.request_id = 2, .text_diff = "x", .token_ids_diff = {ids, 1}});
@@ -97,7 +103,8 @@ int main(int argc, char** argv)
     trace.record_request({.trace_id = "tr_0", .session = "s", .server_arrival_time = 1.0,
                           .route = "/v1/completions",
                           .status = jsonlw::RequestTraceStatus::rejected_400,
-                          .headers = {{"X-Tag", "a"}}, .body = "{not json",
+                          .headers = {{"X-Tag", "a"}, {"traceparent", traceparent}},
+                          .body = "{not json",
                           .validation_errors = std::vector<jsonlw::TraceValidationError>{
                               {{"body", "model"}, "missing", "Field required"}}});
     trace.record_response({.trace_id = "tr_0", .session = "s",
@@ -107,7 +114,7 @@ int main(int argc, char** argv)
                            .response = {.kind = jsonlw::ResponseKind::json, .body = "{bad"},
                            .response_status = "incomplete",
                            .incomplete_reason = "max_output_tokens",
-                           .error_code = "server_error"});
+                           .error_code = "server_error", .trace_context = tc});
 
     auto a = perf.async_close(boost::asio::use_future);
     auto b = raw.async_close(boost::asio::use_future);

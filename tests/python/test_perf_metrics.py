@@ -33,6 +33,14 @@ def test_the_disagg_example_is_byte_identical_to_the_golden_line():
     assert line(DISAGG_RECORD) == DISAGG_LINE
 
 
+def test_a_traceparent_is_the_last_key_an_invalid_one_is_left_out_and_none_changes_nothing():
+    tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert line(dict(WORKER_RECORD, traceparent=tp)) == WORKER_LINE[:-1] + b',"traceparent":"' + tp.encode() + b'"}'
+    assert line(dict(DISAGG_RECORD, traceparent=tp)).endswith(b',"traceparent":"' + tp.encode() + b'"}')
+    assert line(dict(WORKER_RECORD, traceparent="00-not-a-traceparent")) == WORKER_LINE
+    assert line(dict(WORKER_RECORD, traceparent=None)) == WORKER_LINE
+
+
 async def test_the_writer_writes_the_golden_lines_to_its_file(out_dir):
     w = PerfMetricsJsonlWriter(str(out_dir), "server")
     await w.start()

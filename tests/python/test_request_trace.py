@@ -49,6 +49,22 @@ async def test_request_and_response_lines_go_to_hour_folders_per_kind(trace, out
     assert os.path.basename(os.path.dirname(rf)) == req["recorded_at"][:13]
 
 
+async def test_the_request_line_reads_its_traceparent_header_and_the_handle_passes_it_to_the_response(
+        trace, out_dir):
+    tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    h = trace.begin(route="/r", headers=[("TraceParent", tp), ("x-tag", "a")])
+    assert h.traceparent == tp
+    h.finish(body="{}")
+    tid = trace.record_request(route="/r", headers=[("traceparent", "00-zz")])  # invalid: ignored
+    trace.record_response(tid, traceparent="00-zz")
+    await trace.flush()
+    reqs, resps = kinds(out_dir)
+    assert [r.get("traceparent") for r in reqs] == [tp, None]
+    assert [r.get("traceparent") for r in resps] == [tp, None]
+    assert list(reqs[0])[-1] == "traceparent" and list(resps[0])[-1] == "traceparent"
+    assert trace.invalid_traceparents == 1
+
+
 async def test_the_hour_bucket_comes_from_each_lines_own_timestamp(trace, out_dir):
     tid = trace.record_request(route="/r", recorded_at=1_700_000_000.0)  # 2023-11-14T22
     trace.record_response(tid, finished_at=1_700_003_700.0)              # 2023-11-14T23

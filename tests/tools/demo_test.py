@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs `jsonlw demo` small and fast, then checks what it wrote with the other two commands:
-all three record kinds are there, `validate` accepts every file, and `report` counts exactly
-what the writers' own counters (the demo's table) say they wrote. Then the shipping options:
+all three record kinds are there, `validate` accepts every file, `report` counts exactly
+what the writers' own counters (the demo's table) say they wrote, and every request's records
+join by the traceparent its client sent. Then the shipping options:
 --envelope with --rotate-bytes (numbered lines without gaps, rotated perf-metrics files,
 writers.json agreeing with them) and --kafka (every line delivered and read back; skipped
 when the binary was built without librdkafka).
@@ -77,6 +78,13 @@ with tempfile.TemporaryDirectory() as tmp:
            f'{rep["perf_metrics"]["records"]} vs {written}')
     expect("credentials were redacted, none left", traces["redacted"] == 3 * 60
            and traces["unredacted_credential_headers"] == 0, str(traces["redacted"]))
+    tc = rep["trace_context"]
+    expect("every request's perf, raw-output and request-trace lines join by traceparent",
+           tc["requests"] == tc["joined"] == 60 and tc["not_joined"] == 0
+           and tc["lines_with_traceparent"] == 4 * 60 and tc["lines_without_traceparent"] == 0
+           and tc["invalid_traceparents"] == 0, json.dumps(tc))
+    expect("... and the demo's report says so",
+           "Trace context: 60 requests by traceparent, 60 joined" in p.stdout, p.stdout[-2000:])
     lp = raw["logprobs"]
     expect("every token has a logprob, a rank and its top-5", lp["values"] == raw["tokens"]
            and lp["nulls"] == 0 and lp["ranked_tokens"] == raw["tokens"]
@@ -153,6 +161,9 @@ with tempfile.TemporaryDirectory() as tmp:
         rep = json.loads(r.stdout)
         expect("... and counts every perf record", rep["perf_metrics"]["records"]["worker"] == 150
                and rep["malformed"] == 0, json.dumps(rep["perf_metrics"]["records"]))
+        expect("... and joins every request by traceparent through the envelope",
+               rep["trace_context"]["joined"] == rep["trace_context"]["requests"] == 150,
+               json.dumps(rep["trace_context"]))
 
     # --kafka: every line through KafkaJsonWriter to the mock cluster and back.
     out_kafka = os.path.join(tmp, "kafka")

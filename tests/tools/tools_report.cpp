@@ -349,3 +349,37 @@ TEST_CASE("The line scanner grows for a line longer than its buffer and hands ou
     CHECK(scanner.torn_tail_offset() == text.size() - 8);
     CHECK_FALSE(scanner.error());
 }
+
+TEST_CASE("The three writers' lines join by traceparent: a request with all three, one without "
+          "its raw output, lines without a traceparent and an invalid one counted apart",
+          "[tools][report]")
+{
+    // data/joined: request A has a perf line, two raw outputs, a request and a response line;
+    // request B a perf and a request line (its raw output's traceparent is invalid, its
+    // response has none); one more perf line has none.
+    for (const auto& [part_bytes, jobs] : {std::pair<std::uint64_t, unsigned>{32u << 20, 1}, {64, 3}}) {
+        const Report r = run(data / "joined", part_bytes, jobs);
+        CHECK(r.malformed == 0);
+        const TraceparentJoin& j = r.join;
+        CHECK(j.requests == 2);
+        CHECK(j.joined == 1);
+        CHECK(j.not_joined() == 1);
+        CHECK(j.missing_perf == 0);
+        CHECK(j.missing_raw == 1);
+        CHECK(j.missing_trace == 0);
+        CHECK(j.lines_with == 7);
+        CHECK(j.lines_without == 2);
+        CHECK(j.invalid == 1);
+        const std::string text = report_text(r);
+        CHECK(text.find("Trace context: 2 requests by traceparent, 1 joined (a perf-metrics, a raw-output "
+                        "and a request-trace line each), 1 not joined\n    not joined, without: perf "
+                        "metrics 0, raw output 1, request trace 0; lines without traceparent: 2, with an "
+                        "invalid one: 1\n") != std::string::npos);
+        CHECK(report_json(r).find(R"("trace_context":{"requests":2,"joined":1,"not_joined":1,)"
+                                  R"("missing":{"perf_metrics":0,"raw_output":1,"request_trace":0},)"
+                                  R"("lines_with_traceparent":7,"lines_without_traceparent":2,)"
+                                  R"("invalid_traceparents":1})") != std::string::npos);
+    }
+    // Without any traceparent the text report has no such section.
+    CHECK(report_text(run(data / "mixed")).find("Trace context") == std::string::npos);
+}

@@ -43,6 +43,7 @@
 #include <jsonlw/snapshot/asio_bridge.hpp>
 #include <jsonlw/snapshot/reference.hpp>
 #include <jsonlw/snapshot/stage.hpp>
+#include <jsonlw/trace_context.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -60,6 +61,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -104,7 +106,24 @@ struct ServerRequest {
     std::uint32_t max_tokens = 0;
     std::uint32_t tokens_seen = 0;
     std::string sse;               // the response body as the client saw it
+    // The client's traceparent header as the server parsed it: stamped on the request's raw
+    // output, response line and perf record (its request line reads the header itself).
+    std::optional<TraceContext> trace{};
 };
+
+// A client's traceparent for a new request: random trace and parent ids, sampled
+// (spec/20-http_request_header_format.md in github.com/w3c/trace-context: ids not all zero).
+std::string client_traceparent(std::mt19937_64& rng)
+{
+    TraceContext tc;
+    for (const std::span<std::uint8_t> id : {std::span<std::uint8_t>(tc.trace_id),
+                                             std::span<std::uint8_t>(tc.span_id)}) {
+        for (std::uint8_t& b : id) b = std::uint8_t(rng());
+        id.back() |= 1;  // never all zeros
+    }
+    tc.flags = TraceContext::flag_sampled;
+    return tc.traceparent();
+}
 
 // The three writers' folders under --out, in the order of the summary's rows (writers.json
 // and the Kafka topics use them as the kind's name).
@@ -135,6 +154,7 @@ public:
                                  [this](snap::SnapshotBatch&& b) { on_batch(std::move(b)); }))),
           arrival_timer_(loop_),
           server_rng_(o.seed ^ 0x5eedu),
+          client_rng_(o.seed ^ 0x7aceu),
           engine_(o_, *stage_, loop_.get_executor(),
                   EngineEvents{
                       [this](std::uint64_t id, Clock::time_point at) { on_scheduled(id, at); },
@@ -294,7 +314,10 @@ private:
                        {"Authorization", "Bearer sk-demo-" + std::to_string(id)},
                        {"X-Api-Key", "demo-key"},
                        {"Cookie", "session=" + std::to_string(id)},
-                       {"User-Agent", "jsonlw-demo/1"}};
+                       {"User-Agent", "jsonlw-demo/1"},
+                       {"traceparent", client_traceparent(client_rng_)}};
+        // What a server does with it: the same context on the request's other records.
+        r.trace = trace_context_of(req.headers).context;
         req.body = fmt::format(
             R"({{"model":"demo","prompt":"Tell me about record {}","max_tokens":{},"stream":true,"logprobs":{}}})",
             id, r.max_tokens, o_.top_k);
@@ -333,6 +356,7 @@ private:
             c.token_ids_diff = std::span<const std::int32_t>(&t.token, 1);
             c.token_data_follows = true;  // logprobs, ranks, top-k: from the stage, in on_batch
             c.streaming = true;
+            if (r.tokens_seen == 1) c.trace_context = r.trace;  // the output's first chunk
             raw_.on_chunk(c);
             fmt::format_to(std::back_inserter(r.sse),
                            "data: {{\"id\":\"cmpl-{}\",\"choices\":[{{\"index\":0,\"text\":\"{}\"}}]}}\n\n",
@@ -392,6 +416,7 @@ private:
         last.output_index = 0;
         last.streaming = true;
         last.is_final = true;
+        last.trace_context = r.trace;  // an output of no tokens starts here
         raw_.on_chunk(last);
         r.sse += "data: [DONE]\n\n";
         ResponseTrace resp;
@@ -400,10 +425,12 @@ private:
         resp.client_id = std::int64_t(r.id);
         resp.http_status = 200;
         resp.response = TraceResponseBody{ResponseKind::sse_text, std::move(r.sse)};
+        resp.trace_context = r.trace;
         trace_.record_response(std::move(resp));
 
         PerfMetricsRecord rec;
         rec.request_id = std::to_string(r.id);
+        rec.trace_context = r.trace;
         PhaseRecord& p = rec.server.emplace();
         const auto s = [](Clock::time_point t) -> std::optional<double> {
             if (t == Clock::time_point{}) return std::nullopt;
@@ -454,6 +481,7 @@ private:
     std::unique_ptr<snap::SnapshotStage> stage_;
     asio::steady_timer arrival_timer_;
     std::mt19937_64 server_rng_;
+    std::mt19937_64 client_rng_;  // the clients' trace ids (apart: lengths stay per --seed)
     std::optional<Progress> progress_;
 
     // the server side (loop thread only)

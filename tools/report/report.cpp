@@ -38,6 +38,7 @@ struct Reader {
     PerfAccumulator perf;
     RawOutputAccumulator raw;
     TraceAccumulator trace;
+    TraceparentJoin join;
 
     void read(const fs::path& path, std::size_t file_index, const Part& part, PartResult& out,
               Progress& progress)
@@ -81,6 +82,7 @@ struct Reader {
                     case RecordKind::trace_response: trace.add_response(obj); break;
                     case RecordKind::other: break;
                     }
+                    join.add(obj, kind);
                 }
             }
             if (scanner.consumed() - reported >= (1u << 20)) {
@@ -205,13 +207,16 @@ Report build_report(const ReportOptions& options)
         readers[0]->perf.merge(std::move(readers[t]->perf));
         readers[0]->raw.merge(std::move(readers[t]->raw));
         readers[0]->trace.merge(std::move(readers[t]->trace));
+        readers[0]->join.merge(std::move(readers[t]->join));
     }
     r.perf = std::move(readers[0]->perf);
     r.raw = std::move(readers[0]->raw);
     r.trace = std::move(readers[0]->trace);
+    r.join = std::move(readers[0]->join);
     readers.clear();
     r.perf.finish();
     r.trace.finish();
+    r.join.finish();
     for (std::size_t s = 0; s < perf_source_count; ++s)
         for (std::size_t k = 0; k < span_count; ++k)
             r.perf_summary[s][k] = summarize(r.perf.spans[s][k].values);

@@ -155,6 +155,15 @@ std::string report_json(const Report& r)
     j.end_array();
     j.end_object();
 
+    const auto& tj = r.join;
+    j.key("trace_context").begin_object();
+    j.field("requests", tj.requests).field("joined", tj.joined).field("not_joined", tj.not_joined());
+    j.key("missing").begin_object().field("perf_metrics", tj.missing_perf);
+    j.field("raw_output", tj.missing_raw).field("request_trace", tj.missing_trace).end_object();
+    j.field("lines_with_traceparent", tj.lines_with).field("lines_without_traceparent", tj.lines_without);
+    j.field("invalid_traceparents", tj.invalid);
+    j.end_object();
+
     j.end_object();
     return std::string(buf.data(), buf.size()) + "\n";
 }

@@ -167,6 +167,17 @@ std::string report_text(const Report& r)
                            c.submitted, c.persisted, c.dropped, c.unknown, c.pending, c.closed ? ", closed" : "",
                            c.error.empty() ? "" : "; error: " + c.error);
     }
+
+    // Only when the writers were given trace contexts (docs/writers.md).
+    const auto& j = r.join;
+    if (j.lines_with + j.invalid > 0) {
+        fmt::format_to(out, "\nTrace context: {} requests by traceparent, {} joined (a perf-metrics, a "
+                            "raw-output and a request-trace line each), {} not joined\n",
+                       j.requests, j.joined, j.not_joined());
+        fmt::format_to(out, "    not joined, without: perf metrics {}, raw output {}, request trace {}; "
+                            "lines without traceparent: {}, with an invalid one: {}\n",
+                       j.missing_perf, j.missing_raw, j.missing_trace, j.lines_without, j.invalid);
+    }
     return s;
 }
 

@@ -370,13 +370,16 @@ PerfMetricsRecord read_record(PyObject* o)
         throw BadRecord(fmt::format("record must be a dict, got {}", Py_TYPE(o)->tp_name));
     const At top{};
     const Fields f(o, JSONLW_SHAPE("request_id", "status", "ctx_request_id", "disagg_request_id",
-                                   "phases"),
+                                   "phases", "traceparent"),
                    top);
     PerfMetricsRecord rec;
     if (PyObject* v = f[0]; v && v != Py_None) rec.request_id = to_id(v, "request_id");
     if (PyObject* v = f[1]; v && v != Py_None) rec.status = to_string(v, "status", 256);
     if (PyObject* v = f[2]; v && v != Py_None) rec.ctx_request_id = to_id(v, "ctx_request_id");
     if (PyObject* v = f[3]; v && v != Py_None) rec.disagg_request_id = to_id(v, "disagg_request_id");
+    // The request's traceparent header value: an invalid one is left out (docs/python.md).
+    if (PyObject* v = f[5]; v && v != Py_None)
+        rec.trace_context = TraceContext::parse_traceparent(to_string(v, "traceparent", 256));
     PyObject* phases_dict = sub_dict(f[4], top, "phases", true);
     const At ph{nullptr, "phases"};
     const Fields phases(phases_dict, JSONLW_SHAPE("disagg", "server", "ctx", "gen"), ph);

@@ -192,6 +192,8 @@ ResponseTrace read_response(PyObject* d)
     r.response_status = opt_str(d, "response_status");
     r.incomplete_reason = opt_str(d, "incomplete_reason");
     r.error_code = opt_str(d, "error_code");
+    // Its request's traceparent value: an invalid one is left out (its request line counted it).
+    if (auto s = opt_str(d, "traceparent")) r.trace_context = TraceContext::parse_traceparent(*s);
     return r;
 }
 
@@ -249,6 +251,8 @@ void register_request_trace(py::module_& m)
                               [](const Box& b) { return b.writer().sidecar_path().string(); });
     cls.def_property_readonly("writer_suffix",
                               [](const Box& b) { return b.writer().writer_suffix(); });
+    cls.def_property_readonly("invalid_traceparents",
+                              [](const Box& b) { return b.writer().invalid_traceparents(); });
     bind_writer_common<Box>(cls);
 
     m.def("new_trace_id", &new_trace_id);

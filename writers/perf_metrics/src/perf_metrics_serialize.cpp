@@ -3,6 +3,7 @@
 // unknown times (left out, or null where the key is required; never 0, which
 // time_breakdown.py would read as a real stamp).
 #include <jsonlw/perf_metrics_record.hpp>
+#include <jsonlw/traceparent_field.hpp>
 
 #include <fmt/format.h>
 
@@ -330,6 +331,7 @@ void worker_line(const PerfMetricsRecord& rec, JsonLine& line)
         line.key("disagg_request_id"_key);
         write_coerced_id(line, *rec.disagg_request_id);
     }
+    write_traceparent(line, rec.trace_context);  // jsonlw's own key: after TensorRT-LLM's
     line.end_object();
 }
 
@@ -368,6 +370,7 @@ void disagg_line(const PerfMetricsRecord& rec, JsonLine& line)
         line.key("disagg_request_id"_key);
         write_coerced_id(line, *rec.disagg_request_id);
     }
+    write_traceparent(line, rec.trace_context);  // jsonlw's own key: after TensorRT-LLM's
     line.end_object();
 }
 

@@ -7,6 +7,7 @@
 #include "raw_output_logprobs.hpp"
 
 #include <jsonlw/snapshot/first_gen.hpp>
+#include <jsonlw/traceparent_field.hpp>
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -165,6 +166,7 @@ void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
         if (f.overflow_to_inf) line.field("first_gen_logits_overflow_to_inf", f.overflow_to_inf);
     }
     if (r.partial()) line.field("partial", true).field("end_reason", std::string_view(r.end_reason));
+    write_traceparent(line, r.trace_context);  // last: the keys before it keep their order
     line.end_object();
 }
 
@@ -180,7 +182,7 @@ std::size_t top_bytes(const RawOutputRecord& r) noexcept
 std::size_t raw_output_record_bytes(const RawOutputRecord& r) noexcept
 {
     // The text twice (text and frames), escapes aside; ids up to 11 characters.
-    return 320 + 2 * r.frames_text.size() + (r.reported_text ? r.reported_text->size() : 0) +
+    return 320 + (r.trace_context ? 70 : 0) + 2 * r.frames_text.size() + (r.reported_text ? r.reported_text->size() : 0) +
            4 * r.frame_ends.size() + 12 * r.token_ids.size() + 48 * r.logprobs.size() +
            top_bytes(r) + (r.first_gen_logits ? 96 + 4 * (r.first_gen_logits->bytes.size() + 2) / 3 : 0);
 }

@@ -68,6 +68,7 @@ void add(RawOutputRecord& r, const OutputChunk& c)
     if (c.first_gen_logits && !r.first_gen_logits) copy_first_gen(r, *c.first_gen_logits);
     r.aborted = r.aborted || c.aborted;
     if (c.disagg_request_id && !r.disagg_request_id) r.disagg_request_id = c.disagg_request_id;
+    if (c.trace_context && !r.trace_context) r.trace_context = c.trace_context;
     // The engine's text so far must end with this diff and be as long as the frames: a cheap
     // check per chunk that catches a second sequence taking over the output index.
     if (c.text && !c.is_final &&

@@ -98,6 +98,20 @@ bool is_credential_header(std::string_view name) noexcept
     return false;
 }
 
+HeaderTraceContext trace_context_of(const std::vector<TraceHeader>& headers) noexcept
+{
+    const TraceHeader* found = nullptr;
+    for (const TraceHeader& h : headers) {
+        if (!iequals(h.name, "traceparent")) continue;
+        if (found) return {.context = std::nullopt, .refused = "repeated"};
+        found = &h;
+    }
+    if (!found) return {};
+    TraceparentError why{};
+    if (auto tc = TraceContext::parse_traceparent(found->value, &why)) return {.context = tc};
+    return {.context = std::nullopt, .refused = to_string(why)};
+}
+
 std::string_view to_string(RequestTraceStatus s) noexcept
 {
     switch (s) {

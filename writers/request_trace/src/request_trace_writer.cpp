@@ -1,5 +1,6 @@
 #include <jsonlw/request_trace_writer.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
+#include <jsonlw/traceparent_field.hpp>
 
 #include "ledger_sink.hpp"
 #include "trace_accounting.hpp"
@@ -80,7 +81,12 @@ std::string file_name(Kind k, std::string_view suffix)
 // I/O thread only (serializer_threads is 1: the parser and scratch are shared).
 class TraceEncoder final : public RecordEncoder<RequestTraceRecord> {
 public:
-    explicit TraceEncoder(std::string suffix) : suffix(std::move(suffix)) {}
+    TraceEncoder(std::string suffix, LogSink log,
+                 std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents)
+        : suffix(std::move(suffix)), log(std::move(log)),
+          invalid_traceparents(std::move(invalid_traceparents))
+    {
+    }
 
     void serialize(const RequestTraceRecord& rec, JsonLine& line) override
     {
@@ -126,6 +132,27 @@ private:
         return std::nullopt;
     }
 
+    // The request's traceparent header, when exactly one valid one was sent; an unusable one
+    // is counted and logged (first and every 1000th), and the line is written without it.
+    std::optional<TraceContext> header_context(const std::vector<TraceHeader>& headers)
+    {
+        HeaderTraceContext h = trace_context_of(headers);
+        if (h.refused.empty()) return h.context;
+        const std::uint64_t n = invalid_traceparents->fetch_add(1, std::memory_order_relaxed) + 1;
+        if (n == 1 || n % 1000 == 0) {
+            try {
+                const std::string message = fmt::format(
+                    "Ignored {} invalid traceparent header(s) of traced requests (this one: {})",
+                    n, h.refused);
+                if (log) log(LogLevel::warning, message);
+                else log_to_stderr(LogLevel::warning, message);
+            } catch (...) {
+                // A failing log sink must not cost the line: the count still tells.
+            }
+        }
+        return std::nullopt;
+    }
+
     void write(const RequestTrace& r, JsonLine& line)
     {
         if (r.malformed) throw MalformedRecord(*r.malformed);
@@ -158,6 +185,7 @@ private:
             }
             line.end_array();
         }
+        write_traceparent(line, r.trace_context ? r.trace_context : header_context(r.headers));
         line.end_object();
     }
 
@@ -203,6 +231,7 @@ private:
         if (r.response_status) line.field("response_status", *r.response_status);
         if (r.incomplete_reason) line.field("incomplete_reason", *r.incomplete_reason);
         if (r.error_code) line.field("error_code", *r.error_code);
+        write_traceparent(line, r.trace_context);
         line.end_object();
     }
 
@@ -213,6 +242,8 @@ private:
     };
 
     const std::string suffix;
+    const LogSink log;
+    const std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents;
 
     // I/O thread only.
     simdjson::dom::parser parser;
@@ -225,17 +256,26 @@ private:
 }  // namespace
 
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
-    : RequestTraceWriter(std::move(ex), opts, ledger_for(opts))
+    : RequestTraceWriter(std::move(ex), opts, ledger_for(opts),
+                         std::make_shared<std::atomic<std::uint64_t>>(0))
 {
 }
 
-RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex,
-                                       const RequestTraceOptions& opts,
-                                       std::shared_ptr<detail::TraceAccounting> ledger)
-    : JsonlRecordWriter<RequestTraceRecord>(std::move(ex), base_options(opts, ledger),
-                                            std::make_shared<TraceEncoder>(writer_suffix_of(opts))),
-      directory_(opts.directory), suffix_(writer_suffix_of(opts)), accounting_(std::move(ledger))
+RequestTraceWriter::RequestTraceWriter(
+    boost::asio::any_io_executor ex, const RequestTraceOptions& opts,
+    std::shared_ptr<detail::TraceAccounting> ledger,
+    std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents)
+    : JsonlRecordWriter<RequestTraceRecord>(
+          std::move(ex), base_options(opts, ledger),
+          std::make_shared<TraceEncoder>(writer_suffix_of(opts), opts.log, invalid_traceparents)),
+      directory_(opts.directory), suffix_(writer_suffix_of(opts)), accounting_(std::move(ledger)),
+      invalid_traceparents_(std::move(invalid_traceparents))
 {
+}
+
+std::uint64_t RequestTraceWriter::invalid_traceparents() const noexcept
+{
+    return invalid_traceparents_->load(std::memory_order_relaxed);
 }
 
 RecordResult RequestTraceWriter::record_request(RequestTrace rec)

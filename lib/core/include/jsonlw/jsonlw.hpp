@@ -24,6 +24,7 @@
 #include <jsonlw/sinks/tee_sink.hpp>
 #include <jsonlw/submit_result.hpp>
 #include <jsonlw/trace_context.hpp>
+#include <jsonlw/traceparent_field.hpp>
 #include <jsonlw/utc_time.hpp>
 #include <jsonlw/version.hpp>
 #include <jsonlw/writer_messages.hpp>

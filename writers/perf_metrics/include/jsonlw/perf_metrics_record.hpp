@@ -16,6 +16,7 @@
 
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/perf_metrics_key_order.hpp>
+#include <jsonlw/trace_context.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -185,8 +186,9 @@ struct DisaggPhase {
 
 // What the serving process submits once per finished request. Without `disagg` it becomes a
 // worker line (built from `server`, which is then required); with `disagg` a disagg-server
-// line (from `disagg`, `ctx`, `gen`; disagg_request_id is its last key, after
-// gen_perf_metrics, as TensorRT-LLM's _jsonl_record() appends it). Ids are strings; one made only of digits that fits in
+// line (from `disagg`, `ctx`, `gen`; disagg_request_id is its last TensorRT-LLM key, after
+// gen_perf_metrics, as TensorRT-LLM's _jsonl_record() appends it; only jsonlw's traceparent
+// follows it). Ids are strings; one made only of digits that fits in
 // 64 bits unsigned is written as a JSON integer, as TensorRT-LLM's int() coercion does.
 struct PerfMetricsRecord {
     std::string request_id;
@@ -197,6 +199,11 @@ struct PerfMetricsRecord {
     std::optional<PhaseRecord> gen;
     std::optional<std::string> ctx_request_id;     // worker line (a disagg worker's ctx id)
     std::optional<std::string> disagg_request_id;
+    // The W3C trace context the request came with (its traceparent header): written as a
+    // "traceparent" key after every other key of either line, so the line joins the request's
+    // raw-output and request-trace lines and its distributed trace. Absent: the line is
+    // TensorRT-LLM's, byte for byte (docs/writers.md, "Trace context on records").
+    std::optional<TraceContext> trace_context{};
     // Set by a binding that could not convert its caller's record (the Python package): the
     // record is queued as it is and serialize_perf_metrics() throws MalformedRecord(*malformed),
     // so the drop is counted and logged where every malformed record is (dropped.malformed).

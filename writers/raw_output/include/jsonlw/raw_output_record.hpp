@@ -5,6 +5,7 @@
 
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/snapshot/types.hpp>
+#include <jsonlw/trace_context.hpp>
 #include <jsonlw/utc_time.hpp>
 
 #include <cstddef>
@@ -84,6 +85,10 @@ struct OutputChunk {
     bool token_data_follows = false;
     // The first generated token's whole logits row, when the snapshot stage captured it.
     std::optional<FirstGenLogitsView> first_gen_logits{};
+    // The W3C trace context of the request (its traceparent header), set on the output's
+    // first chunk: the record keeps the first one any chunk carries and writes it as its last
+    // key, "traceparent", joining the request's perf-metrics and request-trace lines.
+    std::optional<TraceContext> trace_context{};
 };
 
 // One line of raw-<pid>.jsonl: everything one output generated. Movable, owns its data.
@@ -106,6 +111,8 @@ struct RawOutputRecord {
     // Empty: the output finished with its final chunk. Otherwise the record is partial and
     // this says why it was written ("evicted", "shutdown", or the caller's reason).
     std::string end_reason;
+    // Absent: no "traceparent" key, the line as without trace contexts.
+    std::optional<TraceContext> trace_context{};
 
     bool partial() const noexcept { return !end_reason.empty(); }
     // The record's "text": the engine's full text when it reported one, else the frames.

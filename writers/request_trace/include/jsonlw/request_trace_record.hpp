@@ -1,9 +1,11 @@
 // The records of RequestTraceWriter: one request line (requests-<pid>.jsonl) and one response
 // line (responses-<pid>.jsonl) per traced request, plus the helpers that shape their fields.
-// A record holds what the caller saw, raw: redaction, session sanitizing, JSON validation and
-// timestamp formatting happen when it is serialized, on the writer's I/O thread.
+// A record holds what the caller saw, raw: redaction, session sanitizing, JSON validation,
+// timestamp formatting and reading the traceparent header happen when it is serialized, on
+// the writer's I/O thread.
 #pragma once
 
+#include <jsonlw/trace_context.hpp>
 #include <jsonlw/utc_time.hpp>
 
 #include <cstdint>
@@ -55,6 +57,11 @@ struct RequestTrace {
     std::string body;
     // Written only when present (rejected requests).
     std::optional<std::vector<TraceValidationError>> validation_errors{};
+    // The request's W3C trace context. Left empty, the writer reads it from `headers` when it
+    // serializes the line (trace_context_of()): one valid `traceparent` header sets it; an
+    // invalid or repeated one is ignored and counted (RequestTraceWriter::
+    // invalid_traceparents()). Written as the line's last key, "traceparent"; none: no key.
+    std::optional<TraceContext> trace_context{};
     // Set by a binding that could not convert its caller's request (the Python package): the
     // line is dropped as malformed at serialization, with this text in the log.
     std::optional<std::string> malformed{};
@@ -101,6 +108,10 @@ struct ResponseTrace {
     std::optional<std::string> response_status{};
     std::optional<std::string> incomplete_reason{};
     std::optional<std::string> error_code{};
+    // The trace context of the request this answers: the writer keeps no state between a
+    // request and its response, so the caller passes it (e.g. trace_context_of(headers).context
+    // of the request). Written as the line's last key, "traceparent"; none: no key.
+    std::optional<TraceContext> trace_context{};
     // As RequestTrace::malformed.
     std::optional<std::string> malformed{};
 };
@@ -121,6 +132,21 @@ std::string sanitize_session(std::string_view raw);
 // proxy-authorization, cookie, set-cookie, or a name containing api-key, api_key, apikey,
 // token, secret or password (case-insensitive).
 bool is_credential_header(std::string_view name) noexcept;
+
+// What a request's headers say about its W3C trace context (spec/20-http_request_header_format.md
+// in github.com/w3c/trace-context): the `traceparent` header, its name in any case.
+struct HeaderTraceContext {
+    // Set when exactly one traceparent header was sent and TraceContext::parse_traceparent()
+    // accepts its value.
+    std::optional<TraceContext> context{};
+    // Set when a traceparent was sent but cannot be used: the first rule its value broke
+    // (to_string(TraceparentError), e.g. "bad_hex"), or "repeated" for more than one header
+    // (the spec's test suite, test/test.py test_traceparent_duplicated, expects a new trace).
+    std::string_view refused{};
+};
+
+// Reads the traceparent of `headers`. No allocation; any thread.
+HeaderTraceContext trace_context_of(const std::vector<TraceHeader>& headers) noexcept;
 
 std::string_view to_string(RequestTraceStatus s) noexcept;
 std::string_view to_string(ResponseTraceStatus s) noexcept;

@@ -23,8 +23,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -88,13 +90,22 @@ public:
     std::filesystem::path requests_file(WallClock::time_point t) const;
     std::filesystem::path responses_file(WallClock::time_point t) const;
 
+    // Request lines written without the traceparent their headers sent, because it was
+    // invalid (a W3C rule broken, TraceContext::parse_traceparent) or repeated; counted when
+    // the line is serialized, on the I/O thread (after async_flush() or close, every queued
+    // request is counted). Logged at the first and every 1000th, with the rule broken.
+    std::uint64_t invalid_traceparents() const noexcept;
+
 private:
     RequestTraceWriter(boost::asio::any_io_executor ex, const RequestTraceOptions& opts,
-                       std::shared_ptr<detail::TraceAccounting> ledger);
+                       std::shared_ptr<detail::TraceAccounting> ledger,
+                       std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents);
     const std::filesystem::path directory_;
     const std::string suffix_;
     // Durable mode only: the ledger the sink decorator (LedgerSink) fills and publishes.
     const std::shared_ptr<detail::TraceAccounting> accounting_;
+    // Shared with the encoder, which counts.
+    const std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents_;
 };
 
 }  // namespace jsonlw

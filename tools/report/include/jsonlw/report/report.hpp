@@ -1,7 +1,8 @@
 // The report engine's one public header (library jsonlw_report, tools/report/): `jsonlw
 // report DIR` reads every *.jsonl under DIR (parts of files in parallel, each line parsed once
 // with a reused simdjson DOM parser), tells record kinds apart by content, and gathers
-// integrity, perf-metrics, raw-output and request-trace figures into one Report, which
+// integrity, perf-metrics, raw-output and request-trace figures (and how the three writers'
+// lines join by traceparent) into one Report, which
 // report_text / report_json / report_html print. build_report() is the library entry point
 // (bench/ and the tests call it); report_main() is the command. The types a Report is made of,
 // the line reader (`jsonlw validate` uses it) and the progress display (`jsonlw demo` uses it)
@@ -9,6 +10,7 @@
 #pragma once
 
 #include "detail/progress.hpp"
+#include "detail/report_join.hpp"
 #include "detail/report_perf.hpp"
 #include "detail/report_raw.hpp"
 #include "detail/report_read.hpp"
@@ -44,6 +46,7 @@ struct Report {
     PerfAccumulator perf;
     RawOutputAccumulator raw;
     TraceAccumulator trace;
+    TraceparentJoin join;  // the three writers' lines by traceparent
 
     // Summaries of the samples above (filled by build_report; samples are sorted).
     std::array<std::array<Summary, span_count>, perf_source_count> perf_summary{};
