@@ -11,6 +11,7 @@
 // JsonlRecordWriter — destroy the writer before the execution context of its executor.
 #pragma once
 
+#include <jsonlw/capture.hpp>
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/log.hpp>
@@ -23,8 +24,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -54,6 +57,10 @@ struct RequestTraceOptions : WriterOptions {
     bool durable = false;
     // Appended to "requests"/"responses" in file names (default "-<pid>").
     std::optional<std::string> writer_suffix{};
+    // Capture::metadata: request and response bodies are not written; their lengths and
+    // SHA-256 digests stand in for them (docs/writers.md, "Content capture"). Default full:
+    // the lines are unchanged.
+    Capture capture = Capture::full;
 };
 
 // What record_request()/record_response() report: the base's SubmitResult.
@@ -87,14 +94,22 @@ public:
     // The files a record stamped `t` goes to.
     std::filesystem::path requests_file(WallClock::time_point t) const;
     std::filesystem::path responses_file(WallClock::time_point t) const;
+    // Lines serialized with Capture::metadata (counted once made; a line whose append then
+    // failed is also in stats()' dropped / unknown counts). Any thread.
+    std::uint64_t metadata_captured() const noexcept;
 
 private:
     RequestTraceWriter(boost::asio::any_io_executor ex, const RequestTraceOptions& opts,
                        std::shared_ptr<detail::TraceAccounting> ledger);
+    RequestTraceWriter(boost::asio::any_io_executor ex, const RequestTraceOptions& opts,
+                       std::shared_ptr<detail::TraceAccounting> ledger,
+                       std::shared_ptr<std::atomic<std::uint64_t>> metadata_captured);
     const std::filesystem::path directory_;
     const std::string suffix_;
     // Durable mode only: the ledger the sink decorator (LedgerSink) fills and publishes.
     const std::shared_ptr<detail::TraceAccounting> accounting_;
+    // Shared with the encoder, which counts on the I/O thread.
+    const std::shared_ptr<std::atomic<std::uint64_t>> metadata_captured_;
 };
 
 }  // namespace jsonlw
