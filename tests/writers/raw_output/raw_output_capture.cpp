@@ -185,9 +185,10 @@ TEST_CASE("On four serializer threads, each metadata line's digests are those re
         REQUIRE(m["text_sha256"].get(text_sha) == simdjson::SUCCESS);
         REQUIRE(m["frames_sha256"].get(frames_sha) == simdjson::SUCCESS);
         REQUIRE(m["token_ids_sha256"].get(ids_sha) == simdjson::SUCCESS);
+        simdjson::dom::array frame_values;  // a named array: value() of a temporary result dangles
+        REQUIRE(f["frames"].get_array().get(frame_values) == simdjson::SUCCESS);
         std::string frames;
-        for (simdjson::dom::element fr : f["frames"].get_array().value())
-            frames += std::string_view(fr.get_string().value());
+        for (simdjson::dom::element fr : frame_values) frames += std::string_view(fr.get_string().value());
         INFO(full.lines[i] << "\n" << meta.lines[i]);
         CHECK(text_sha == sha256_hex(text));
         CHECK(frames_sha == sha256_hex(frames));
