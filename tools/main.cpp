@@ -27,7 +27,8 @@ errors go to stderr.
 
 constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] [--concurrency C] [--vocab V] [--seed S]
             [--out DIR] [--backend auto|cpu|cuda] [--dtype bf16|f16|f32] [--tokens MIN-MAX]
-            [--top-k K] [--step-us U] [--first-gen-every N] [--envelope]
+            [--top-k K] [--step-us U] [--first-gen-every N] [--capture full|metadata]
+            [--envelope]
             [--rotate-bytes N] [--rotate-interval-ms N] [--retain-files N]
             [--retain-bytes N] [--retain-age-ms N] [--kafka] [--ring-slots N]
             [--stage-wait-ms W] [--stage-threads N] [--stage-nice N] [--server-us U]
@@ -50,6 +51,10 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
     --step-us U         the simulated forward pass per decode step (default 1000)
     --first-gen-every N capture the first token's whole logits row of every Nth request
                         (default 10; 0: never)
+    --capture C         the raw-output and request-trace writers' content: full (default),
+                        or metadata: the generated text, frames and token ids, the request
+                        and response bodies written as their lengths and SHA-256 digests
+                        (docs/writers.md, "Content capture"), counted in the summary
     --envelope          begin every line of all three writers with {"seq":N,"writer":ID,...}
                         (seq: 0, 1, 2, ... per writer) and write DIR/writers.json after
                         close: per writer its kind, writer ID, submitted, written,

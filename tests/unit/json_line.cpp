@@ -386,3 +386,33 @@ TEST_CASE("a sanitized line that is discarded does not mark the next line", "[un
     CHECK_FALSE(good.sanitized());
     CHECK(str(buf) == R"({"s":"fine"})");
 }
+
+TEST_CASE("decoded_string_pieces hands over exactly the bytes a reader decodes from the string "
+          "JsonLine writes, invalid UTF-8 replaced the same way",
+          "[unit][json_line][utf8]")
+{
+    const std::string_view inputs[] = {
+        "", "hello", "a\xF0\x9F\x98\x80" "b", "h\xFFllo", "\xE2\x82", "x\xED\xA0\x80y",
+        "\xC0\xAF", "\xF4\x90\x80\x80", std::string_view("q\"\\\x01\0z", 6), "\x80\x80\xC3\xA9"};
+    for (const std::string_view s : inputs) {
+        bool sanitized = false;
+        const std::string json = json_string(s, &sanitized);
+        simdjson::dom::element doc;
+        REQUIRE(jsonlw_test::json_parser().parse(json.data(), json.size()).get(doc) == simdjson::SUCCESS);
+        std::string_view decoded;
+        REQUIRE(doc.get_string().get(decoded) == simdjson::SUCCESS);
+        std::string pieces;
+        std::size_t calls = 0;
+        const bool replaced = jsonlw::decoded_string_pieces(s, [&](std::string_view p) {
+            pieces += p;
+            ++calls;
+        });
+        INFO("input " << json);
+        CHECK(pieces == decoded);
+        CHECK(replaced == sanitized);
+        CHECK(calls <= 1 + 2 * s.size());
+    }
+    std::size_t calls = 0;
+    jsonlw::decoded_string_pieces("valid \xC3\xA9 text", [&](std::string_view) { ++calls; });
+    CHECK(calls == 1);  // valid UTF-8: one piece, the input itself
+}

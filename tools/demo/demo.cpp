@@ -249,6 +249,7 @@ private:
         RawOutputOptions r;
         r.directory = o.out / "raw_output";
         r.max_pending = o.concurrency * 4 + 64;
+        r.capture = o.capture;
         r.queue_capacity = o.writer_queue ? o.writer_queue : 4096;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
@@ -261,6 +262,7 @@ private:
     {
         RequestTraceOptions r;
         r.directory = o.out / "request_trace";
+        r.capture = o.capture;
         if (o.writer_queue) r.queue_capacity = o.writer_queue;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
@@ -460,6 +462,7 @@ private:
         r.backend = stage_->backend();
         r.stage = stage_->stats();
         r.raw = raw_.counters();
+        r.trace_metadata_captured = trace_.metadata_captured();
         for (std::size_t i = 0; i < 3; ++i) r.reports[i] = reports[i];
         r.writer_ids = {raw_.writer_id(), trace_.writer_id(), perf_.writer_id()};
         r.perf_files = perf_sink_->files();

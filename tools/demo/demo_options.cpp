@@ -79,6 +79,11 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
         } else if (a == "--first-gen-every") {
             if (!value(v)) return false;
             if (!number(v, o.first_gen_every)) return bad();
+        } else if (a == "--capture") {
+            if (!value(v)) return false;
+            const auto c = parse_capture(v);
+            if (!c) return bad();
+            o.capture = *c;
         } else if (a == "--envelope") {
             o.envelope = true;
         } else if (a == "--rotate-bytes") {

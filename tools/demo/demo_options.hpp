@@ -1,6 +1,7 @@
 // jsonlw demo's command line (documented in `jsonlw --help`).
 #pragma once
 
+#include <jsonlw/capture.hpp>
 #include <jsonlw/snapshot/stage.hpp>
 
 #include <cstddef>
@@ -27,6 +28,9 @@ struct DemoOptions {
     std::uint32_t first_gen_every = 10;  // --first-gen-every N: whole first-token rows of every
                                          // Nth request (0: none)
     // Files for shippers (docs/shipping.md):
+    // Content (docs/writers.md, "Content capture"):
+    Capture capture = Capture::full;   // --capture full|metadata: the raw-output and
+                                       // request-trace writers' capture level
     bool envelope = false;             // --envelope: {"seq","writer"} on every line of all three
                                        // writers, and <out>/writers.json after close
     std::uint64_t rotate_bytes = 0;    // --rotate-bytes N: the perf-metrics file rotates past N

@@ -100,6 +100,11 @@ int summarize(const DemoOptions& o, const DemoOutcome& r, KafkaShip* kafka)
                 "logprobs_missing), %llu rows of results that found no output\n",
                 (unsigned long long)rc.tokens_without_data,
                 (unsigned long long)rc.token_data_orphaned);
+    if (o.capture == Capture::metadata)
+        std::printf("content capture: metadata: %llu raw-output records and %llu request-trace "
+                    "lines written with lengths and SHA-256 digests in place of their content\n",
+                    (unsigned long long)rc.metadata_captured,
+                    (unsigned long long)r.trace_metadata_captured);
     if (!o.summary_json.empty()) {
         const StageAccount sa{r.steps, st.captured_steps, st.dropped_steps, st.dropped_rows,
                               st.slot_waits, st.slot_wait_timeouts, st.slot_wait_us,

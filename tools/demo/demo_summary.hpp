@@ -27,6 +27,7 @@ struct DemoOutcome {
     snapshot::Backend backend{};
     snapshot::SnapshotStats stage{};
     RawOutputCounters raw{};
+    std::uint64_t trace_metadata_captured = 0;  // RequestTraceWriter::metadata_captured()
     std::array<CloseReport, 3> reports{};
     std::array<std::string, 3> writer_ids{};
     std::vector<std::filesystem::path> perf_files;  // the perf-metrics writer's files

@@ -3,6 +3,7 @@
 #include <jsonlw/snapshot/first_gen.hpp>
 
 #include <cmath>
+#include <string_view>
 
 namespace jsonlw::tools {
 
@@ -69,18 +70,22 @@ void RawOutputAccumulator::add(object rec)
     ++outputs;
     array token_ids, frames;
     std::uint64_t n_tokens = 0;
-    if (rec.at_key("token_ids").get(token_ids) == simdjson::SUCCESS) {
-        n_tokens = token_ids.size();
+    // A line written with capture = metadata (docs/writers.md, "Content capture") has digests
+    // in place of token_ids and frames: num_output_tokens and frame_lens give the counts.
+    std::string_view ids_digest;
+    const bool metadata = rec.at_key("token_ids_sha256").get(ids_digest) == simdjson::SUCCESS;
+    if (metadata || rec.at_key("token_ids").get(token_ids) == simdjson::SUCCESS) {
+        std::uint64_t declared = 0;
+        const bool has_declared = rec.at_key("num_output_tokens").get(declared) == simdjson::SUCCESS;
+        n_tokens = metadata ? declared : token_ids.size();
         tokens += n_tokens;
         tokens_per_output.values.push_back(static_cast<double>(n_tokens));
-        std::uint64_t declared = 0;
-        if (rec.at_key("num_output_tokens").get(declared) != simdjson::SUCCESS || declared != n_tokens)
-            ++token_count_mismatch;
+        if (!has_declared || declared != n_tokens) ++token_count_mismatch;
     } else {
         ++schema_errors;
         ++tokens_per_output.missing;
     }
-    if (rec.at_key("frames").get(frames) == simdjson::SUCCESS) {
+    if (rec.at_key(metadata ? "frame_lens" : "frames").get(frames) == simdjson::SUCCESS) {
         frames_per_output.values.push_back(static_cast<double>(frames.size()));
     } else {
         ++schema_errors;

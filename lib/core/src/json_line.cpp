@@ -404,6 +404,32 @@ void JsonLine::discard() noexcept
     need_comma_ = false;
 }
 
+bool decoded_string_pieces(std::string_view s, void (*piece)(void*, std::string_view), void* ctx)
+{
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    bool replaced = false;
+    std::size_t run = 0;  // start of the pending run of valid bytes
+    for (std::size_t i = 0; i < n;) {
+        if (p[i] < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t bad = 0;
+        if (const std::size_t len = utf8_sequence(p + i, n - i, bad)) {
+            i += len;
+            continue;
+        }
+        if (i > run) piece(ctx, s.substr(run, i - run));
+        piece(ctx, "\xEF\xBF\xBD");  // U+FFFD, as append_escaped() writes it
+        replaced = true;
+        i += bad;
+        run = i;
+    }
+    if (n > run) piece(ctx, s.substr(run));
+    return replaced;
+}
+
 void JsonLine::append_escaped(std::string_view s)
 {
     static constexpr char hex[] = "0123456789abcdef";

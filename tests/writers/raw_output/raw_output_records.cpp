@@ -27,14 +27,6 @@ using jsonlw::TopLogprob;
 
 namespace {
 
-// 2026-11-04T05:06:07.123456Z plus `offset`.
-jsonlw::WallClock::time_point at(std::chrono::microseconds offset = {})
-{
-    using namespace std::chrono;
-    return sys_days{year{2026} / November / 4} + hours{5} + minutes{6} + seconds{7} +
-           microseconds{123456} + offset;
-}
-
 RawOutputRecord golden_record()
 {
     RawOutputRecord r;

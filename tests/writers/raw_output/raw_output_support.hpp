@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -98,6 +99,14 @@ struct Record {
 };
 
 inline std::string file_name() { return "raw-" + std::to_string(::getpid()) + ".jsonl"; }
+
+// 2026-11-04T05:06:07.123456Z plus `offset`: the stamps of the records built by hand.
+inline jsonlw::WallClock::time_point at(std::chrono::microseconds offset = {})
+{
+    using namespace std::chrono;
+    return sys_days{year{2026} / November / 4} + hours{5} + minutes{6} + seconds{7} +
+           microseconds{123456} + offset;
+}
 
 inline std::string str(simdjson::dom::element e)
 {

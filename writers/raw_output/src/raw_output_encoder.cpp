@@ -12,9 +12,24 @@
 
 namespace jsonlw::detail {
 
-RawOutputEncoder::RawOutputEncoder(std::string file_name, RecordShells& shells)
-    : file_name_(std::move(file_name)), shells_(shells)
+RawOutputEncoder::RawOutputEncoder(std::string file_name, RecordShells& shells,
+                                   Capturing capturing)
+    : file_name_(std::move(file_name)), shells_(shells), metadata_captured_(capturing.counted)
 {
+    // As many slots as the engine may use (WriterOptions::serializer_threads: 0 is 1, at
+    // most 64).
+    if (capturing.capture == Capture::metadata)
+        digests_.resize(std::clamp<std::size_t>(capturing.serializer_threads, 1, 64));
+}
+
+void RawOutputEncoder::serialize(const RawOutputRecord& rec, JsonLine& line)
+{
+    if (digests_.empty()) {
+        serialize_raw_output(rec, line);
+        return;
+    }
+    serialize_raw_output_metadata(rec, line, digests_[serializer_slot()]);
+    metadata_captured_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void RawOutputEncoder::write_batch(std::span<const RawOutputRecord> batch,

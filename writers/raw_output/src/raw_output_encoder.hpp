@@ -2,27 +2,40 @@
 // line (raw_output_line.cpp), sent to the sink under its UTC hour folder's key
 // "<YYYY-MM-DDTHH>/raw-<pid>.jsonl". Owned by the engine of RawOutputWriter's
 // JsonlRecordWriter; serialize() runs on the serializer threads too (it reads only its
-// record), write_batch() and the buffer hand-back on the I/O thread. Borrows the hook's
-// RecordShells, which outlive the writer.
+// record and its slot's digest), write_batch() and the buffer hand-back on the I/O thread.
+// Borrows the hook's RecordShells and metadata counter, which outlive the writer.
 #pragma once
 
 #include <jsonlw/raw_output_record.hpp>
 #include <jsonlw/record_encoder.hpp>
 
+#include "content_digest.hpp"
 #include "record_shells.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace jsonlw::detail {
 
+// serialize_raw_output() with Capture::metadata, digesting with `digest` (the caller's
+// thread's): raw_output_line.cpp.
+void serialize_raw_output_metadata(const RawOutputRecord& rec, JsonLine& line,
+                                   ContentDigest& digest);
+
 class RawOutputEncoder final : public RecordEncoder<RawOutputRecord> {
 public:
-    RawOutputEncoder(std::string file_name, RecordShells& shells);
+    // RawOutputOptions::capture; with metadata, one ContentDigest per serializer slot and
+    // the hook's counter of such lines.
+    struct Capturing {
+        Capture capture = Capture::full;
+        std::size_t serializer_threads = 1;
+        std::atomic<std::uint64_t>& counted;
+    };
+    RawOutputEncoder(std::string file_name, RecordShells& shells, Capturing capturing);
 
-    void serialize(const RawOutputRecord& rec, JsonLine& line) override
-    {
-        serialize_raw_output(rec, line);
-    }
+    void serialize(const RawOutputRecord& rec, JsonLine& line) override;
     bool concurrent_serialize() const noexcept override { return true; }
     // Groups the batch by the hour of finished_at: one group of lines per hour folder; then
     // hands the records' buffers back to the hook for new outputs.
@@ -36,6 +49,9 @@ public:
 private:
     const std::string file_name_;
     RecordShells& shells_;
+    // Capture::metadata: digests_[serializer_slot()], that slot's thread's alone.
+    std::vector<ContentDigest> digests_;
+    std::atomic<std::uint64_t>& metadata_captured_;
 };
 
 }  // namespace jsonlw::detail

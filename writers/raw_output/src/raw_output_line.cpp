@@ -4,6 +4,7 @@
 // raw_output_writer.cpp's, the hour folders raw_output_encoder.cpp's.
 #include <jsonlw/raw_output_record.hpp>
 
+#include "raw_output_encoder.hpp"
 #include "raw_output_logprobs.hpp"
 
 #include <jsonlw/snapshot/first_gen.hpp>
@@ -22,6 +23,8 @@
 namespace jsonlw {
 
 namespace {
+
+using detail::ContentDigest;
 
 // Whether a frame boundary falls inside a UTF-8 character: JSON cannot show half a
 // character, so both halves become U+FFFD and the frames no longer add up to the text.
@@ -68,9 +71,48 @@ bool finite_entry(const TokenLogprob& t) noexcept
                        [](const TopLogprob& x) { return std::isfinite(x.logprob); });
 }
 
-}  // namespace
+// Capture::metadata's stand-ins for text, frames and token_ids (docs/writers.md, "Content
+// capture"): each digest covers the bytes a reader of the full line gets — a string's
+// decoded UTF-8, the compact JSON text of the ids.
+void content_digests(const RawOutputRecord& r, JsonLine& line, ContentDigest& d)
+{
+    line.field("capture", to_string(Capture::metadata));
+    d.begin();
+    if (d.update_text(r.text())) line.mark_sanitized();
+    line.field("text_len", d.bytes());
+    d.field(line, "text_sha256");
+    d.begin();
+    line.key("frame_lens").begin_array();
+    for (std::size_t i = 0; i < r.num_frames(); ++i) {
+        const std::size_t before = d.bytes();
+        if (d.update_text(r.frame(i))) line.mark_sanitized();
+        line.value(d.bytes() - before);
+    }
+    line.end_array();
+    d.field(line, "frames_sha256");
+    d.begin();
+    char buf[256];  // the ids' JSON text, digested a buffer at a time
+    std::size_t n = 0;
+    const auto put = [&](std::string_view s) {
+        if (n + s.size() > sizeof buf) {
+            d.update({buf, n});
+            n = 0;
+        }
+        std::copy(s.begin(), s.end(), buf + n);
+        n += s.size();
+    };
+    put("[");
+    for (std::size_t i = 0; i < r.token_ids.size(); ++i) {
+        if (i != 0) put(",");
+        const fmt::format_int id(r.token_ids[i]);
+        put({id.data(), id.size()});
+    }
+    put("]");
+    d.update({buf, n});
+    d.field(line, "token_ids_sha256");
+}
 
-void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
+void serialize_line(const RawOutputRecord& r, JsonLine& line, ContentDigest* digest)
 {
     if (!std::is_sorted(r.frame_ends.begin(), r.frame_ends.end()) ||
         (!r.frame_ends.empty() && r.frame_ends.back() != r.frames_text.size()) ||
@@ -102,13 +144,17 @@ void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
     timestamp("finished_at", r.finished_at);
     line.field("streaming", r.streaming);
     line.field("aborted", r.aborted);
-    line.field("text", r.text());
-    line.key("frames").begin_array();
-    for (std::size_t i = 0; i < r.num_frames(); ++i) line.string(r.frame(i));
-    line.end_array();
-    line.key("token_ids").begin_array();
-    for (const std::int32_t t : r.token_ids) line.value(t);
-    line.end_array();
+    if (digest) {
+        content_digests(r, line, *digest);
+    } else {
+        line.field("text", r.text());
+        line.key("frames").begin_array();
+        for (std::size_t i = 0; i < r.num_frames(); ++i) line.string(r.frame(i));
+        line.end_array();
+        line.key("token_ids").begin_array();
+        for (const std::int32_t t : r.token_ids) line.value(t);
+        line.end_array();
+    }
     line.field("num_output_tokens", r.token_ids.size());
     line.field("frames_consistent", r.frames_consistent && !splits_a_character(r));
     if (!r.logprobs.empty()) {
@@ -127,8 +173,9 @@ void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
             }
             line.end_array();
         }
+        // The alternatives are token ids: content, left out by Capture::metadata.
         const auto topped = [](const TokenLogprob& t) { return !t.top.empty(); };
-        if (std::any_of(r.logprobs.begin(), r.logprobs.end(), topped)) {
+        if (!digest && std::any_of(r.logprobs.begin(), r.logprobs.end(), topped)) {
             line.key("top_logprobs").begin_array();
             for (const TokenLogprob& lp : r.logprobs) {
                 line.begin_array();
@@ -152,7 +199,8 @@ void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
         if (const auto n = std::count_if(r.logprobs.begin(), r.logprobs.end(), detail::missing))
             line.field("logprobs_missing", std::uint64_t(n));
     }
-    if (r.first_gen_logits) {
+    // The first token's logits row names its token (content): left out by Capture::metadata.
+    if (r.first_gen_logits && !digest) {
         // TensorRT-LLM's item format, in a one-item list (one per output, as its
         // DisaggregatedParams.first_gen_logits holds one per sequence).
         const FirstGenLogitsData& f = *r.first_gen_logits;
@@ -168,6 +216,26 @@ void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
     if (r.partial()) line.field("partial", true).field("end_reason", std::string_view(r.end_reason));
     write_traceparent(line, r.trace_context);  // last: the keys before it keep their order
     line.end_object();
+}
+
+}  // namespace
+
+void serialize_raw_output(const RawOutputRecord& r, JsonLine& line)
+{
+    serialize_line(r, line, nullptr);
+}
+
+void serialize_raw_output(const RawOutputRecord& r, JsonLine& line, Capture capture)
+{
+    if (capture == Capture::full) return serialize_line(r, line, nullptr);
+    detail::ContentDigest digest;
+    serialize_line(r, line, &digest);
+}
+
+void detail::serialize_raw_output_metadata(const RawOutputRecord& r, JsonLine& line,
+                                           ContentDigest& digest)
+{
+    serialize_line(r, line, &digest);
 }
 
 namespace {

@@ -117,6 +117,8 @@ struct RawOutputWriter::State {
     std::atomic<std::uint64_t> finished{0}, partial{0}, evicted{0}, released_empty{0},
         not_recorded{0}, hook_failures{0}, tokens_without_data{0}, token_data_orphaned{0},
         chunks_after_close{0};
+    // Lines the encoder (I/O and serializer threads) made with Capture::metadata.
+    std::atomic<std::uint64_t> metadata_captured{0};
 
 private:
     // Strong guarantee: on an exception nothing was added.

@@ -56,7 +56,10 @@ RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptio
     : state_(std::make_unique<State>(!opts.directory.empty(), opts.max_pending)),
       records_(std::make_unique<JsonlRecordWriter<RawOutputRecord>>(
           std::move(ex), writer_options(opts),
-          std::make_shared<detail::RawOutputEncoder>(state_->file_name, state_->shells)))
+          std::make_shared<detail::RawOutputEncoder>(
+              state_->file_name, state_->shells,
+              detail::RawOutputEncoder::Capturing{opts.capture, opts.serializer_threads,
+                                                  state_->metadata_captured})))
 {
     if (!state_->enabled)
         warn(fmt::format("Raw output recording is off: {} / RawOutputOptions::directory is "
@@ -211,6 +214,7 @@ RawOutputCounters RawOutputWriter::counters() const noexcept
     c.tokens_without_data = s.tokens_without_data.load(std::memory_order_relaxed);
     c.token_data_orphaned = s.token_data_orphaned.load(std::memory_order_relaxed);
     c.chunks_after_close = s.chunks_after_close.load(std::memory_order_relaxed);
+    c.metadata_captured = s.metadata_captured.load(std::memory_order_relaxed);
     return c;
 }
 

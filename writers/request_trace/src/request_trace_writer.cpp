@@ -2,6 +2,7 @@
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 #include <jsonlw/traceparent_field.hpp>
 
+#include "content_digest.hpp"
 #include "ledger_sink.hpp"
 #include "trace_accounting.hpp"
 
@@ -20,6 +21,16 @@
 #include <vector>
 
 namespace jsonlw {
+namespace detail {
+
+// What the encoder counts (I/O thread) and the writer reads (any thread).
+struct TraceCounters {
+    std::atomic<std::uint64_t> metadata_captured{0};
+    std::atomic<std::uint64_t> invalid_traceparents{0};
+};
+
+}  // namespace detail
+
 namespace {
 
 constexpr std::string_view redacted = "[redacted]";
@@ -78,19 +89,21 @@ std::string file_name(Kind k, std::string_view suffix)
 
 // The writer's encoder: a request or response record as a line; a batch grouped by (UTC
 // hour, kind), each group to the sink under "<hour>/<requests|responses><suffix>.jsonl".
-// I/O thread only (serializer_threads is 1: the parser and scratch are shared).
+// I/O thread only (serializer_threads is 1: the parser, scratch and digest are shared).
 class TraceEncoder final : public RecordEncoder<RequestTraceRecord> {
 public:
-    TraceEncoder(std::string suffix, LogSink log,
-                 std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents)
-        : suffix(std::move(suffix)), log(std::move(log)),
-          invalid_traceparents(std::move(invalid_traceparents))
+    TraceEncoder(std::string suffix, LogSink log, Capture capture,
+                 std::shared_ptr<detail::TraceCounters> counters)
+        : suffix(std::move(suffix)), log(std::move(log)), capture(capture),
+          counters(std::move(counters))
     {
     }
 
     void serialize(const RequestTraceRecord& rec, JsonLine& line) override
     {
         std::visit([&](const auto& r) { write(r, line); }, rec);
+        if (capture == Capture::metadata)
+            counters->metadata_captured.fetch_add(1, std::memory_order_relaxed);
     }
     void write_batch(std::span<const RequestTraceRecord> batch,
                      BatchOutput<RequestTraceRecord>& out) override;
@@ -107,28 +120,21 @@ private:
         line.raw({stamp.data(), stamp.size()});
     }
 
-    // Writes `text` parsed and minified when it is one valid JSON document; otherwise as a
-    // JSON string, returning why it is not JSON.
-    std::optional<std::string> json_or_text(JsonLine& line, const std::string& text)
+    // Sets `json` to `text` parsed and minified (valid until the next call) when it is one
+    // valid JSON document; otherwise returns why it is not JSON.
+    std::optional<std::string> minify(const std::string& text, std::string_view& json)
     {
-        if (text.empty()) {
-            line.string(text);
-            return std::string("empty body");
-        }
+        if (text.empty()) return std::string("empty body");
         simdjson::dom::element root;
         // A string with spare capacity is parsed in place; otherwise simdjson copies it.
         const bool padded = text.capacity() - text.size() >= simdjson::SIMDJSON_PADDING;
-        if (const auto err = parser.parse(text.data(), text.size(), !padded).get(root)) {
-            line.string(text);
+        if (const auto err = parser.parse(text.data(), text.size(), !padded).get(root))
             return fmt::format("invalid JSON: {}", simdjson::error_message(err));
-        }
         minified.resize(text.size());
         std::size_t len = 0;
-        if (const auto err = simdjson::minify(text.data(), text.size(), minified.data(), len)) {
-            line.string(text);
+        if (const auto err = simdjson::minify(text.data(), text.size(), minified.data(), len))
             return fmt::format("invalid JSON: {}", simdjson::error_message(err));
-        }
-        line.raw({minified.data(), len});
+        json = {minified.data(), len};
         return std::nullopt;
     }
 
@@ -138,7 +144,8 @@ private:
     {
         HeaderTraceContext h = trace_context_of(headers);
         if (h.refused.empty()) return h.context;
-        const std::uint64_t n = invalid_traceparents->fetch_add(1, std::memory_order_relaxed) + 1;
+        const std::uint64_t n =
+            counters->invalid_traceparents.fetch_add(1, std::memory_order_relaxed) + 1;
         if (n == 1 || n % 1000 == 0) {
             try {
                 const std::string message = fmt::format(
@@ -151,6 +158,35 @@ private:
             }
         }
         return std::nullopt;
+    }
+
+    // The body as a full line has it — "body": minified when `as_json` and it is valid JSON,
+    // else a JSON string — or with Capture::metadata "body_len" and "body_sha256" of those
+    // same bytes, a string's as decoded (docs/writers.md, "Content capture"). Returns why a
+    // body meant as JSON is not.
+    std::optional<std::string> body(JsonLine& line, const std::string& text, bool as_json)
+    {
+        std::string_view json;
+        std::optional<std::string> err;
+        if (as_json) err = minify(text, json);
+        const bool is_json = as_json && !err;
+        if (capture == Capture::full) {
+            line.key("body");
+            if (is_json) line.raw(json);
+            else line.string(text);
+            return err;
+        }
+        digest.begin();
+        if (is_json) digest.update(json);
+        else if (digest.update_text(text)) line.mark_sanitized();
+        line.field("body_len", digest.bytes());
+        digest.field(line, "body_sha256");
+        return err;
+    }
+
+    void capture_marker(JsonLine& line) const
+    {
+        if (capture == Capture::metadata) line.field("capture", to_string(capture));
     }
 
     void write(const RequestTrace& r, JsonLine& line)
@@ -174,8 +210,8 @@ private:
             line.end_array();
         }
         line.end_array();
-        line.key("body");
-        if (auto err = json_or_text(line, r.body)) line.field("body_parse_error", *err);
+        capture_marker(line);
+        if (auto err = body(line, r.body, true)) line.field("body_parse_error", *err);
         if (r.validation_errors) {
             line.key("validation_errors").begin_array();
             for (const TraceValidationError& e : *r.validation_errors) {
@@ -219,14 +255,10 @@ private:
             else line.null();
             line.end_object();
         }
+        capture_marker(line);
         line.key("response").begin_object().field("kind", to_string(r.response.kind));
-        line.key("body");
-        if (r.response.kind == ResponseKind::json) {
-            if (auto err = json_or_text(line, r.response.body))
-                line.field("body_parse_error", *err);
-        } else {
-            line.string(r.response.body);
-        }
+        if (auto err = body(line, r.response.body, r.response.kind == ResponseKind::json))
+            line.field("body_parse_error", *err);
         line.end_object();
         if (r.response_status) line.field("response_status", *r.response_status);
         if (r.incomplete_reason) line.field("incomplete_reason", *r.incomplete_reason);
@@ -243,12 +275,14 @@ private:
 
     const std::string suffix;
     const LogSink log;
-    const std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents;
+    const Capture capture;
+    const std::shared_ptr<detail::TraceCounters> counters;
 
     // I/O thread only.
     simdjson::dom::parser parser;
     std::vector<char> minified;
     LineBuffer stamp;
+    detail::ContentDigest digest;  // Capture::metadata's
     std::vector<Group> groups;  // reused: entries past `used` keep their capacity
     std::size_t used = 0;
 };
@@ -257,25 +291,30 @@ private:
 
 RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex, RequestTraceOptions opts)
     : RequestTraceWriter(std::move(ex), opts, ledger_for(opts),
-                         std::make_shared<std::atomic<std::uint64_t>>(0))
+                         std::make_shared<detail::TraceCounters>())
 {
 }
 
-RequestTraceWriter::RequestTraceWriter(
-    boost::asio::any_io_executor ex, const RequestTraceOptions& opts,
-    std::shared_ptr<detail::TraceAccounting> ledger,
-    std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents)
+RequestTraceWriter::RequestTraceWriter(boost::asio::any_io_executor ex,
+                                       const RequestTraceOptions& opts,
+                                       std::shared_ptr<detail::TraceAccounting> ledger,
+                                       std::shared_ptr<detail::TraceCounters> counters)
     : JsonlRecordWriter<RequestTraceRecord>(
           std::move(ex), base_options(opts, ledger),
-          std::make_shared<TraceEncoder>(writer_suffix_of(opts), opts.log, invalid_traceparents)),
+          std::make_shared<TraceEncoder>(writer_suffix_of(opts), opts.log, opts.capture, counters)),
       directory_(opts.directory), suffix_(writer_suffix_of(opts)), accounting_(std::move(ledger)),
-      invalid_traceparents_(std::move(invalid_traceparents))
+      counters_(std::move(counters))
 {
 }
 
 std::uint64_t RequestTraceWriter::invalid_traceparents() const noexcept
 {
-    return invalid_traceparents_->load(std::memory_order_relaxed);
+    return counters_->invalid_traceparents.load(std::memory_order_relaxed);
+}
+
+std::uint64_t RequestTraceWriter::metadata_captured() const noexcept
+{
+    return counters_->metadata_captured.load(std::memory_order_relaxed);
 }
 
 RecordResult RequestTraceWriter::record_request(RequestTrace rec)

@@ -137,4 +137,20 @@ private:
     bool sanitized_ = false;
 };
 
+// The UTF-8 bytes a JSON reader gets back from the string JsonLine::string(s) writes: s
+// itself when it is valid UTF-8, else s with each maximal invalid subpart replaced by U+FFFD,
+// as string() replaces it. Handed to `piece` in order, in pieces (no allocation); returns
+// whether anything was replaced. For digests of what a line would hold (raw output's and the
+// request trace's Capture::metadata, docs/writers.md).
+bool decoded_string_pieces(std::string_view s, void (*piece)(void* ctx, std::string_view bytes),
+                           void* ctx);
+template <class F>
+bool decoded_string_pieces(std::string_view s, F&& piece)
+{
+    using Fn = std::remove_reference_t<F>;
+    return decoded_string_pieces(
+        s, [](void* ctx, std::string_view bytes) { (*static_cast<Fn*>(ctx))(bytes); },
+        const_cast<void*>(static_cast<const void*>(&piece)));
+}
+
 }  // namespace jsonlw

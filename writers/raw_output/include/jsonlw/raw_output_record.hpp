@@ -3,6 +3,7 @@
 // record owns copies of everything it keeps.
 #pragma once
 
+#include <jsonlw/capture.hpp>
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/snapshot/types.hpp>
 #include <jsonlw/trace_context.hpp>
@@ -132,6 +133,10 @@ struct RawOutputRecord {
 // Throws MalformedRecord for a record it cannot represent (frame ends that do not match the
 // text, a first_gen_logits row of the wrong size). Reads only its record: any thread.
 void serialize_raw_output(const RawOutputRecord& rec, JsonLine& line);
+// The same with a capture level: Capture::metadata writes lengths and SHA-256 digests in
+// place of the content (docs/writers.md, "Content capture"; this form sets up libcrypto's
+// SHA-256 on every call, the writer once per thread).
+void serialize_raw_output(const RawOutputRecord& rec, JsonLine& line, Capture capture);
 // A size estimate of that line in bytes (for WriterOptions::batch_bytes).
 std::size_t raw_output_record_bytes(const RawOutputRecord& rec) noexcept;
 

@@ -9,6 +9,7 @@
 // Lifetime: destroy the writer before the execution context of its executor.
 #pragma once
 
+#include <jsonlw/capture.hpp>
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/raw_output_record.hpp>
 
@@ -43,6 +44,10 @@ struct RawOutputOptions : WriterOptions {
     // Outputs kept in flight (default 4096, at least 1). Past that, the least recently
     // updated one is written with "partial": true, "end_reason": "evicted".
     std::size_t max_pending = 4096;
+    // Capture::metadata: the text, frames, token ids and top-k alternatives are not written;
+    // lengths and SHA-256 digests stand in for them (docs/writers.md, "Content capture").
+    // Default full: the lines are unchanged.
+    Capture capture = Capture::full;
 };
 
 // What the hook side did (the base's stats() count what reached the writer's queue).
@@ -65,6 +70,9 @@ struct RawOutputCounters {
     // Non-final chunks of outputs that had not started before async_close(): not kept (the
     // output could never be written); its final chunk, if it comes, counts as dropped closed.
     std::uint64_t chunks_after_close = 0;
+    // Records serialized with Capture::metadata (counted once a line was made; a line whose
+    // append then failed is also in the writer's dropped / unknown counts).
+    std::uint64_t metadata_captured = 0;
 };
 
 // The hook half: collects chunks and per-token data into the outputs in flight (the LRU past

@@ -11,6 +11,7 @@
 // JsonlRecordWriter — destroy the writer before the execution context of its executor.
 #pragma once
 
+#include <jsonlw/capture.hpp>
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/log.hpp>
@@ -38,6 +39,7 @@ namespace jsonlw {
 
 namespace detail {
 class TraceAccounting;  // the durable mode's ledger (src/trace_accounting.hpp)
+struct TraceCounters;    // what the encoder counts: metadata captures, invalid traceparents
 }
 
 // The engine's options (WriterOptions, with its defaults) plus the trace's own. `directory`
@@ -56,6 +58,10 @@ struct RequestTraceOptions : WriterOptions {
     bool durable = false;
     // Appended to "requests"/"responses" in file names (default "-<pid>").
     std::optional<std::string> writer_suffix{};
+    // Capture::metadata: request and response bodies are not written; their lengths and
+    // SHA-256 digests stand in for them (docs/writers.md, "Content capture"). Default full:
+    // the lines are unchanged.
+    Capture capture = Capture::full;
 };
 
 // What record_request()/record_response() report: the base's SubmitResult.
@@ -89,6 +95,9 @@ public:
     // The files a record stamped `t` goes to.
     std::filesystem::path requests_file(WallClock::time_point t) const;
     std::filesystem::path responses_file(WallClock::time_point t) const;
+    // Lines serialized with Capture::metadata (counted once made; a line whose append then
+    // failed is also in stats()' dropped / unknown counts). Any thread.
+    std::uint64_t metadata_captured() const noexcept;
 
     // Request lines written without the traceparent their headers sent, because it was
     // invalid (a W3C rule broken, TraceContext::parse_traceparent) or repeated; counted when
@@ -99,13 +108,13 @@ public:
 private:
     RequestTraceWriter(boost::asio::any_io_executor ex, const RequestTraceOptions& opts,
                        std::shared_ptr<detail::TraceAccounting> ledger,
-                       std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents);
+                       std::shared_ptr<detail::TraceCounters> counters);
     const std::filesystem::path directory_;
     const std::string suffix_;
     // Durable mode only: the ledger the sink decorator (LedgerSink) fills and publishes.
     const std::shared_ptr<detail::TraceAccounting> accounting_;
-    // Shared with the encoder, which counts.
-    const std::shared_ptr<std::atomic<std::uint64_t>> invalid_traceparents_;
+    // Shared with the encoder, which counts on the I/O thread.
+    const std::shared_ptr<detail::TraceCounters> counters_;
 };
 
 }  // namespace jsonlw
