@@ -1,11 +1,11 @@
 #include <jsonlw/trace_context.hpp>
 
+#include <jsonlw/detail/hex.hpp>
+
 #include <cstddef>
 
 namespace jsonlw {
 namespace {
-
-constexpr char hex_digits[] = "0123456789abcdef";
 
 // Where the fields of a traceparent start: version 0, trace id 3, parent id 36, flags 53; the
 // dashes between them at 2, 35 and 52 (spec/20-http_request_header_format.md).
@@ -37,11 +37,7 @@ bool decode_hex(const char* text, std::array<std::uint8_t, N>& out) noexcept
 template <std::size_t N>
 char* encode_hex(const std::array<std::uint8_t, N>& bytes, char* out) noexcept
 {
-    for (const std::uint8_t b : bytes) {
-        *out++ = hex_digits[b >> 4];
-        *out++ = hex_digits[b & 0x0f];
-    }
-    return out;
+    return detail::write_hex_lower(bytes.data(), N, out);
 }
 
 template <std::size_t N>

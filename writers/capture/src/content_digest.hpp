@@ -6,6 +6,7 @@
 // each field's digest covers is docs/writers.md's ("Content capture").
 #pragma once
 
+#include <jsonlw/detail/hex.hpp>
 #include <jsonlw/json_line.hpp>
 
 #include <openssl/evp.h>
@@ -64,12 +65,8 @@ public:
         unsigned int n = 0;
         check(EVP_DigestFinal_ex(ctx_, d, &n));
         if (n != sizeof d) throw std::runtime_error("libcrypto: SHA-256 gave a digest of another size");
-        static constexpr char hex[] = "0123456789abcdef";
         std::array<char, 64> out;
-        for (std::size_t i = 0; i < sizeof d; ++i) {
-            out[2 * i] = hex[d[i] >> 4];
-            out[2 * i + 1] = hex[d[i] & 0xF];
-        }
+        write_hex_lower(d, sizeof d, out.data());
         line.field(key, std::string_view(out.data(), out.size()));
     }
 

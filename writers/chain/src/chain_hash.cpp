@@ -1,5 +1,7 @@
 #include "chain_hash.hpp"
 
+#include <jsonlw/detail/hex.hpp>
+
 #include <openssl/core_names.h>
 #include <openssl/params.h>
 
@@ -77,11 +79,7 @@ void ChainHash::value(std::string_view prev, std::string_view body, char* out)
         n = len;
     }
     if (n != 32) throw std::runtime_error("libcrypto: SHA-256 gave a value of another size");
-    constexpr std::string_view digits = "0123456789abcdef";
-    for (std::size_t i = 0; i < n; ++i) {
-        *out++ = digits[d[i] / 16];
-        *out++ = digits[d[i] % 16];
-    }
+    detail::write_hex_lower(d, n, out);
 }
 
 bool is_chain_value(std::string_view s) noexcept
