@@ -43,6 +43,16 @@ WriterOptions PerfMetricsWriter::writer_options(std::filesystem::path directory,
     o.queue_capacity = queue_capacity;
     o.batch_records = batch_records;
     o.shutdown_timeout = shutdown_timeout;
+    // The OTLP form (docs/otlp.md): the record's time is its completion (steady seconds).
+    using K = OtlpTimeField::Kind;
+    o.otlp = OtlpOptions::merged(
+        std::move(o.otlp),
+        {.event_name = "jsonlw.perf_metrics",
+         .time_fields = {{"/perf_metrics/timing_metrics/last_token_time", K::steady_seconds},
+                         {"/perf_metrics/timing_metrics/arrival_time", K::steady_seconds},
+                         {"/gen_perf_metrics/perf_metrics/timing_metrics/last_token_time",
+                          K::steady_seconds},
+                         {"/disagg_server_arrival_time", K::steady_seconds}}});
     return o;
 }
 

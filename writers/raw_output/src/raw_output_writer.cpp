@@ -37,6 +37,13 @@ WriterOptions writer_options(const RawOutputOptions& o)
     WriterOptions w = o;
     w.stem = "raw";
     w.subject = "raw output";
+    // The OTLP form (docs/otlp.md); gen_ai.* names are OpenTelemetry's GenAI semantic
+    // conventions, not yet stable.
+    w.otlp = OtlpOptions::merged(
+        std::move(w.otlp),
+        {.event_name = "jsonlw.raw_output",
+         .time_fields = {{"/finished_at", OtlpTimeField::Kind::iso8601_utc}},
+         .attributes = {{"gen_ai.usage.output_tokens", "/num_output_tokens"}}});
     // The hour folders: each group's key is "<UTC hour>/raw-<pid>.jsonl". No directory:
     // recording is off, whatever the sink.
     if (w.directory.empty()) w.sink.reset();

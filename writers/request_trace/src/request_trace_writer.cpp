@@ -4,6 +4,8 @@
 
 #include "content_digest.hpp"
 #include "ledger_sink.hpp"
+
+#include <stdexcept>
 #include "trace_accounting.hpp"
 
 #include <fmt/format.h>
@@ -72,6 +74,19 @@ WriterOptions base_options(const RequestTraceOptions& o,
     w.batch_records = RequestTraceWriter::batch_records;
     w.serializer_threads = 1;
     w.durability = o.durable ? Durability::fsync_batch : Durability::none;
+    // The OTLP form (docs/otlp.md): eventName jsonlw.request_trace.request / .response.
+    if (o.durable && o.format == LineFormat::otlp)
+        throw std::invalid_argument(
+            "request trace: durable mode needs format jsonl (its sidecar verifies record lines)");
+    w.otlp = OtlpOptions::merged(
+        std::move(w.otlp),
+        {.event_name = "jsonlw.request_trace",
+         .event_name_field = "event",
+         .time_fields = {{"/recorded_at", OtlpTimeField::Kind::iso8601_utc},
+                         {"/finished_at", OtlpTimeField::Kind::iso8601_utc}},
+         .attributes = {{"gen_ai.request.model", "/body/model"},
+                        {"http.route", "/route"},
+                        {"http.response.status_code", "/http_status"}}});
     // The hour folders: each group's key is "<UTC hour>/<requests|responses><suffix>.jsonl".
     // No directory: the writer is inert, whatever the sink.
     if (w.directory.empty()) w.sink.reset();

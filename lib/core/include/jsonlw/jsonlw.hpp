@@ -11,6 +11,7 @@
 #include <jsonlw/lines.hpp>
 #include <jsonlw/log.hpp>
 #include <jsonlw/malformed_record.hpp>
+#include <jsonlw/otlp_options.hpp>
 #include <jsonlw/overflow.hpp>
 #include <jsonlw/path_component.hpp>
 #include <jsonlw/raw_json_encoder.hpp>
@@ -20,6 +21,7 @@
 #include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/sinks/line_sink.hpp>
 #include <jsonlw/sinks/memory_sink.hpp>
+#include <jsonlw/sinks/otlp_sink.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 #include <jsonlw/sinks/tee_sink.hpp>
 #include <jsonlw/submit_result.hpp>

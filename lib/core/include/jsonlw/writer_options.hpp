@@ -4,6 +4,7 @@
 #include <jsonlw/durability.hpp>
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/log.hpp>
+#include <jsonlw/otlp_options.hpp>
 #include <jsonlw/overflow.hpp>
 #include <jsonlw/sinks/line_sink.hpp>
 #include <jsonlw/writer_messages.hpp>
@@ -111,6 +112,14 @@ struct WriterOptions {
     // directory may be empty (the writer is then not inert; a sink that writes files needs
     // one). One writer per sink.
     std::shared_ptr<LineSink> sink{};
+
+    // --- Output format (docs/otlp.md) ---
+    // jsonl: the records as lines. otlp: each group of records (a batch, or a batch's group
+    // for one key) becomes one OTLP LogsData JSON line for the OpenTelemetry Collector's
+    // otlpjsonfile receiver; the sink gets those lines. The shipped writers fill what `otlp`
+    // leaves empty (event name, time fields, attributes) with their own.
+    LineFormat format = LineFormat::jsonl;
+    OtlpOptions otlp{};
     // The wording of the engine's log lines (default: "<subject> JSONL" messages).
     WriterMessages messages{};
 };

@@ -47,7 +47,10 @@ void Accounting::publish(std::size_t n) noexcept
 
 void Accounting::count_append(const Lines& lines, const AppendResult& r) noexcept
 {
-    tally_add(lines, r, r.records_written == lines.records ? lines.bytes.size() : r.landed);
+    // A sink that changes the bytes (OtlpSink, a chain) reports what landed; one that says
+    // nothing (landed 0) wrote the lines as given.
+    tally_add(lines, r,
+              r.records_written == lines.records && r.landed == 0 ? lines.bytes.size() : r.landed);
 }
 
 AppendResult Accounting::settle(const Lines& lines, std::uint64_t delivered,

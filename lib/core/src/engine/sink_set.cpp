@@ -5,9 +5,19 @@
 
 #include "accounting.hpp"
 
+#include <jsonlw/sinks/otlp_sink.hpp>
+
 #include <algorithm>
 
 namespace jsonlw::detail {
+
+// The layers between the engine and the destination, outermost first: the OTLP encoding
+// (docs/otlp.md), then the destination itself.
+std::shared_ptr<LineSink> SinkSet::layered(std::shared_ptr<LineSink> sink) const
+{
+    if (opts_.format == LineFormat::otlp) sink = std::make_shared<OtlpSink>(std::move(sink), opts_.otlp);
+    return sink;
+}
 
 std::error_code SinkSet::start(const SinkContext& ctx)
 {
@@ -15,6 +25,7 @@ std::error_code SinkSet::start(const SinkContext& ctx)
                        : std::make_shared<FileSink>(FileSinkOptions{
                              opts_.rotate_bytes, opts_.rotate_interval, opts_.open_suffix});
     file_sink_ = dynamic_cast<FileSink*>(sink_.get());
+    sink_ = layered(std::move(sink_));
     std::error_code ec = sink_->start(ctx);
     if (!ec) {
         SinkContext paths_ctx = ctx;

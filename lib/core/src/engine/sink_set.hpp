@@ -80,6 +80,8 @@ public:
     std::uint64_t files_closed() const noexcept;
 
 private:
+    std::shared_ptr<LineSink> layered(std::shared_ptr<LineSink> sink) const;
+
     // Hands `lines` to `to` under `key` and counts what it reports.
     AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
 
