@@ -28,6 +28,8 @@ void drain_scenario(const Config& cfg, Report& report);
 // What FileSink's check for a removed or moved file (fstat + stat) costs a batch.
 void file_check_scenario(const Config& cfg, Report& report);
 void serialization_scenario(const Config& cfg, Report& report);
+// LineFormat::otlp next to JSON Lines: serialize() alone vs serialize() + OtlpSink, per record.
+void otlp_cost_scenario(const Config& cfg, Report& report);
 // The snapshot stage's CPU backend: rows/s and GB/s of logits read, next to memcpy.
 void snapshot_scenario(const Config& cfg, Report& report);
 // The CPU backend's row kernel on one thread: reference_row, fast_row per SIMD path, a read

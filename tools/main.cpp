@@ -28,6 +28,7 @@ errors go to stderr.
 constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] [--concurrency C] [--vocab V] [--seed S]
             [--out DIR] [--backend auto|cpu|cuda] [--dtype bf16|f16|f32] [--tokens MIN-MAX]
             [--top-k K] [--step-us U] [--first-gen-every N] [--capture full|metadata]
+            [--format jsonl|otlp]
             [--envelope]
             [--rotate-bytes N] [--rotate-interval-ms N] [--retain-files N]
             [--retain-bytes N] [--retain-age-ms N] [--kafka] [--ring-slots N]
@@ -55,6 +56,9 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
                         or metadata: the generated text, frames and token ids, the request
                         and response bodies written as their lengths and SHA-256 digests
                         (docs/writers.md, "Content capture"), counted in the summary
+    --format F          the three writers' lines: jsonl (default), or otlp: one OpenTelemetry
+                        LogsData JSON document per line (service.name jsonlw-demo), what the
+                        Collector's otlpjsonfile receiver reads (docs/otlp.md)
     --envelope          begin every line of all three writers with {"seq":N,"writer":ID,...}
                         (seq: 0, 1, 2, ... per writer) and write DIR/writers.json after
                         close: per writer its kind, writer ID, submitted, written,
@@ -114,7 +118,9 @@ constexpr std::string_view validate_help = R"(jsonlw validate [--allow-torn-tail
   Parses each '\n'-terminated line of each FILE on its own (simdjson DOM: strict JSON,
   valid UTF-8; an empty line is malformed), so one bad line does not hide the rest. A DIR
   gives every *.jsonl under it (recursively, as report reads it) and every *.jsonl.open, a
-  file still being written, whose torn final line is expected. Prints
+  file still being written, whose torn final line is expected. A line that is an OTLP
+  LogsData document (a writer with format otlp, docs/otlp.md) must also follow the OTLP
+  JSON rules (ids as hex, 64-bit integers as decimal strings, each body a kvlistValue). Prints
   FILE:LINE: malformed: <reason> for each bad line (1000 per file at most), the torn final
   line apart, a summary line per FILE and a total (not with --quiet). FILE "-" reads stdin.
     --allow-torn-tail  a final line without '\n' is reported but not an error

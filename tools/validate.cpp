@@ -2,6 +2,8 @@
 
 #include "commands.hpp"
 
+#include <jsonlw/report/detail/otlp_lines.hpp>
+
 #include <fmt/format.h>
 
 #include <fcntl.h>
@@ -43,6 +45,7 @@ ValidateResult validate_file(const std::filesystem::path& path, bool still_writt
     }
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     simdjson::dom::parser parser;
+    OtlpRecords otlp;
     LineScanner scanner(fd, 0);
     std::string_view line;
     std::uint64_t offset = 0;
@@ -53,13 +56,25 @@ ValidateResult validate_file(const std::filesystem::path& path, bool still_writt
                                       : parser.parse(reinterpret_cast<const std::uint8_t*>(line.data()),
                                                      line.size(), false)
                                             .get(root);
-        if (err == simdjson::SUCCESS) {
+        if (err == simdjson::SUCCESS && !is_otlp_logs(root)) {
             ++r.valid;
             continue;
         }
+        // An OTLP LogsData line is valid when it follows the OTLP JSON rules too (docs/otlp.md).
+        if (err == simdjson::SUCCESS) {
+            ++r.otlp_lines;
+            if (otlp.decode(root)) {
+                ++r.valid;
+                r.otlp_records += otlp.size();
+                continue;
+            }
+        }
         ++r.malformed;
         if (r.problems.size() < ValidateResult::max_problems)
-            r.problems.push_back({r.lines, offset, line.empty() ? "empty line" : simdjson::error_message(err)});
+            r.problems.push_back({r.lines, offset,
+                                  err != simdjson::SUCCESS
+                                      ? (line.empty() ? std::string("empty line") : simdjson::error_message(err))
+                                      : "OTLP: " + otlp.error()});
     }
     r.torn_tail_bytes = scanner.torn_tail().size();
     if (r.torn_tail_bytes) r.torn_tail_line = r.lines + 1;
@@ -123,10 +138,13 @@ int validate_main(std::span<char*> args)
             fmt::print("{}:{}: torn tail: {} bytes after the last newline{}\n", r.file, r.torn_tail_line,
                        r.torn_tail_bytes, expected_torn);
         if (!quiet)
-            fmt::print("{}: {} lines, {} valid, {} malformed, torn tail {}\n", r.file, r.lines, r.valid, r.malformed,
+            fmt::print("{}: {} lines, {} valid, {} malformed, torn tail {}{}\n", r.file, r.lines, r.valid, r.malformed,
                        r.torn_tail_bytes ? fmt::format("{} B{}", r.torn_tail_bytes,
                                                        r.still_written ? " (still being written)" : "")
-                                         : "none");
+                                         : "none",
+                       r.otlp_lines ? fmt::format("; {} OTLP LogsData lines holding {} log records",
+                                                  r.otlp_lines, r.otlp_records)
+                                    : "");
         lines += r.lines;
         valid += r.valid;
         malformed += r.malformed;

@@ -32,6 +32,9 @@ struct ValidateResult {
     std::string file;
     bool still_written = false;  // its torn tail is expected, not an error
     std::uint64_t lines = 0, valid = 0, malformed = 0;
+    // Lines that are OTLP LogsData documents (checked against the OTLP JSON rules as well),
+    // and the log records they hold.
+    std::uint64_t otlp_lines = 0, otlp_records = 0;
     std::uint64_t torn_tail_bytes = 0;
     std::uint64_t torn_tail_line = 0;     // its 1-based line number when present
     std::vector<MalformedLine> problems;  // every malformed line, up to max_problems

@@ -129,6 +129,9 @@ std::string client_traceparent(std::mt19937_64& rng)
 // and the Kafka topics use them as the kind's name).
 constexpr auto& kinds = demo_kinds;
 
+// The OTLP resource's service.name of the three writers (--format otlp).
+constexpr const char* demo_service_name = "jsonlw-demo";
+
 
 class Demo {
 public:
@@ -250,6 +253,8 @@ private:
         r.directory = o.out / "raw_output";
         r.max_pending = o.concurrency * 4 + 64;
         r.capture = o.capture;
+        r.format = o.format;
+        r.otlp.service_name = demo_service_name;
         r.queue_capacity = o.writer_queue ? o.writer_queue : 4096;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
@@ -263,6 +268,8 @@ private:
         RequestTraceOptions r;
         r.directory = o.out / "request_trace";
         r.capture = o.capture;
+        r.format = o.format;
+        r.otlp.service_name = demo_service_name;
         if (o.writer_queue) r.queue_capacity = o.writer_queue;
         r.file_io = std::move(io);
         r.envelope = o.envelope;
@@ -278,6 +285,8 @@ private:
         PerfMetricsOptions p;  // its queue is TensorRT-LLM's 1024: --writer-queue leaves it
         p.file_io = std::move(io);
         p.envelope = o.envelope;
+        p.format = o.format;
+        p.otlp.service_name = demo_service_name;
         p.sink = sink_of(kafka, "perf_metrics", std::move(files));
         return p;
     }

@@ -84,6 +84,11 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
             const auto c = parse_capture(v);
             if (!c) return bad();
             o.capture = *c;
+        } else if (a == "--format") {
+            if (!value(v)) return false;
+            if (v == "jsonl") o.format = LineFormat::jsonl;
+            else if (v == "otlp") o.format = LineFormat::otlp;
+            else return bad();
         } else if (a == "--envelope") {
             o.envelope = true;
         } else if (a == "--rotate-bytes") {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <jsonlw/capture.hpp>
+#include <jsonlw/otlp_options.hpp>
 #include <jsonlw/snapshot/stage.hpp>
 
 #include <cstddef>
@@ -31,6 +32,8 @@ struct DemoOptions {
     // Content (docs/writers.md, "Content capture"):
     Capture capture = Capture::full;   // --capture full|metadata: the raw-output and
                                        // request-trace writers' capture level
+    // Output format (docs/otlp.md): --format jsonl|otlp, all three writers.
+    LineFormat format = LineFormat::jsonl;
     bool envelope = false;             // --envelope: {"seq","writer"} on every line of all three
                                        // writers, and <out>/writers.json after close
     std::uint64_t rotate_bytes = 0;    // --rotate-bytes N: the perf-metrics file rotates past N

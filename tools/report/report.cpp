@@ -1,4 +1,5 @@
 #include <jsonlw/report/report.hpp>
+#include <jsonlw/report/detail/otlp_lines.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -25,7 +26,7 @@ struct Part {
 };
 
 struct PartResult {
-    std::uint64_t lines = 0, valid = 0, malformed = 0, torn_tail_bytes = 0;
+    std::uint64_t lines = 0, valid = 0, malformed = 0, torn_tail_bytes = 0, otlp_lines = 0;
     std::array<std::uint64_t, record_kind_count> kinds{};
     std::vector<MalformedLine> malformed_lines;  // line = index within the part, 1-based
     std::string error;
@@ -35,10 +36,31 @@ struct PartResult {
 struct Reader {
     explicit Reader(bool verify_logits) : raw(verify_logits) {}
     simdjson::dom::parser parser;
+    simdjson::dom::parser record_parser;  // the records of an OTLP line
+    OtlpRecords otlp;
     PerfAccumulator perf;
     RawOutputAccumulator raw;
     TraceAccumulator trace;
     TraceparentJoin join;
+
+    // One valid record: counted by kind and added to the accumulators.
+    void take(simdjson::dom::element root, PartResult& out, std::uint64_t order)
+    {
+        ++out.valid;
+        const RecordKind kind = classify(root);
+        ++out.kinds[static_cast<std::size_t>(kind)];
+        simdjson::dom::object obj;
+        if (kind == RecordKind::other || root.get(obj) != simdjson::SUCCESS) return;
+        switch (kind) {
+        case RecordKind::perf_worker: perf.add_worker(obj, order); break;
+        case RecordKind::perf_disagg: perf.add_disagg(obj, order); break;
+        case RecordKind::raw_output: raw.add(obj); break;
+        case RecordKind::trace_request: trace.add_request(obj); break;
+        case RecordKind::trace_response: trace.add_response(obj); break;
+        case RecordKind::other: break;
+        }
+        join.add(obj, kind);
+    }
 
     void read(const fs::path& path, std::size_t file_index, const Part& part, PartResult& out,
               Progress& progress)
@@ -68,22 +90,23 @@ struct Reader {
                 if (out.malformed_lines.size() < FileIntegrity::max_listed)
                     out.malformed_lines.push_back(
                         {out.lines, offset, line.empty() ? "empty line" : simdjson::error_message(err)});
-            } else {
-                ++out.valid;
-                const RecordKind kind = classify(root);
-                ++out.kinds[static_cast<std::size_t>(kind)];
-                simdjson::dom::object obj;
-                if (kind != RecordKind::other && root.get(obj) == simdjson::SUCCESS) {
-                    switch (kind) {
-                    case RecordKind::perf_worker: perf.add_worker(obj, order_base + offset); break;
-                    case RecordKind::perf_disagg: perf.add_disagg(obj, order_base + offset); break;
-                    case RecordKind::raw_output: raw.add(obj); break;
-                    case RecordKind::trace_request: trace.add_request(obj); break;
-                    case RecordKind::trace_response: trace.add_response(obj); break;
-                    case RecordKind::other: break;
-                    }
-                    join.add(obj, kind);
+            } else if (is_otlp_logs(root)) {
+                // One LogsData line: its records, read as if each were a line of their own.
+                ++out.otlp_lines;
+                const bool whole = otlp.decode(root);
+                for (std::size_t i = 0; i < otlp.size(); ++i) {
+                    simdjson::dom::element rec;
+                    const std::string_view text = otlp.record(i);
+                    if (record_parser.parse(text.data(), text.size()).get(rec) == simdjson::SUCCESS)
+                        take(rec, out, order_base + offset + i);
                 }
+                if (!whole) {
+                    ++out.malformed;
+                    if (out.malformed_lines.size() < FileIntegrity::max_listed)
+                        out.malformed_lines.push_back({out.lines, offset, "OTLP: " + otlp.error()});
+                }
+            } else {
+                take(root, out, order_base + offset);
             }
             if (scanner.consumed() - reported >= (1u << 20)) {
                 progress.advance(scanner.consumed() - reported);
@@ -191,6 +214,7 @@ Report build_report(const ReportOptions& options)
         lines_before[p.file] += pr.lines;
         f.lines += pr.lines;
         f.valid += pr.valid;
+        f.otlp_lines += pr.otlp_lines;
         f.malformed += pr.malformed;
         f.torn_tail_bytes += pr.torn_tail_bytes;
         for (std::size_t k = 0; k < record_kind_count; ++k) f.kinds[k] += pr.kinds[k];
@@ -199,6 +223,7 @@ Report build_report(const ReportOptions& options)
     for (const auto& f : r.files) {
         r.lines += f.lines;
         r.valid += f.valid;
+        r.otlp_lines += f.otlp_lines;
         r.malformed += f.malformed;
         r.torn_tails += f.torn_tail_bytes > 0 ? 1 : 0;
     }

@@ -251,6 +251,21 @@ svg {{ background: #fafafa; border: 1px solid #ddd; font-size: 11px; }}
                                                       c.records, c.bad)));
         fmt::format_to(out, "</table>\n");
     }
+    // Only when the writers were given trace contexts (docs/trace_context.md).
+    const auto& j = r.join;
+    if (j.lines_with + j.invalid > 0) {
+        fmt::format_to(out, "<h2>Trace context</h2>\n<table>\n<tr><th>figure</th><th>value</th></tr>\n");
+        const auto row = [&](std::string_view k, auto v) { fmt::format_to(out, "<tr><td>{}</td><td>{}</td></tr>\n", k, v); };
+        row("requests by traceparent", j.requests);
+        row("joined (a perf-metrics, a raw-output and a request-trace line each)", j.joined);
+        row("not joined", j.not_joined());
+        row("not joined, without a perf-metrics line", j.missing_perf);
+        row("not joined, without a raw-output line", j.missing_raw);
+        row("not joined, without a request-trace line", j.missing_trace);
+        row("lines without traceparent", j.lines_without);
+        row("lines with an invalid traceparent", j.invalid);
+        fmt::format_to(out, "</table>\n");
+    }
     fmt::format_to(out, "</body>\n</html>\n");
     return s;
 }

@@ -39,6 +39,7 @@ std::string report_json(const Report& r)
     j.begin_object();
     j.field("dir", std::string_view(r.dir.string()));
     j.field("bytes", r.bytes).field("lines", r.lines).field("valid", r.valid).field("malformed", r.malformed);
+    j.field("otlp_lines", r.otlp_lines);
     j.field("torn_tails", r.torn_tails).field("seconds", rounded(r.seconds)).field("threads", r.threads);
     j.field("unit", "ms").field("percentiles", "linear interpolation (numpy default)");
     j.key("errors").begin_array();
@@ -50,6 +51,7 @@ std::string report_json(const Report& r)
         j.begin_object();
         j.field("file", std::string_view(f.name)).field("kind", std::string_view(f.kind_label()));
         j.field("bytes", f.bytes).field("lines", f.lines).field("valid", f.valid).field("malformed", f.malformed);
+        j.field("otlp_lines", f.otlp_lines);
         j.field("torn_tail_bytes", f.torn_tail_bytes);
         j.key("kinds").begin_object();
         for (std::size_t k = 0; k < record_kind_count; ++k)

@@ -56,6 +56,9 @@ std::string report_text(const Report& r)
                         "{} torn tails; read in {:.2f} s by {} threads\n",
                    r.dir.string(), r.files.size(), r.bytes, r.lines, r.valid, r.malformed,
                    r.torn_tails, r.seconds, r.threads);
+    if (r.otlp_lines > 0)
+        fmt::format_to(out, "  {} lines are OTLP LogsData (docs/otlp.md): \"valid\" counts the records they hold\n",
+                       r.otlp_lines);
     for (const auto& e : r.errors) fmt::format_to(out, "  error: {}\n", e);
 
     // The name column is as wide as the longest name (hour folders and host names make long

@@ -88,7 +88,6 @@ std::size_t OtlpLogsEncoder::encode(std::string_view lines, LineBuffer& out)
         std::chrono::duration_cast<std::chrono::nanoseconds>(steady.time_since_epoch()).count();
 
     out.append(prefix_.data(), prefix_.data() + prefix_.size());
-    JsonLine line(out);
     std::size_t records = 0;
     while (!lines.empty()) {
         const std::size_t nl = lines.find('\n');

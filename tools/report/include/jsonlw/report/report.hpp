@@ -52,7 +52,8 @@ struct Report {
     std::array<std::array<Summary, span_count>, perf_source_count> perf_summary{};
     Summary frames_per_output, tokens_per_output, mean_logprob_per_output;
 
-    std::uint64_t bytes = 0, lines = 0, valid = 0, malformed = 0, torn_tails = 0;
+    // valid counts records: a line of OTLP JSON Lines (otlp_lines) holds several.
+    std::uint64_t bytes = 0, lines = 0, valid = 0, malformed = 0, torn_tails = 0, otlp_lines = 0;
     unsigned threads = 0;
     double seconds = 0;  // reading and parsing, wall clock
 

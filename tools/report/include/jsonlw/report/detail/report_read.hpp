@@ -88,7 +88,9 @@ struct FileIntegrity {
     std::filesystem::path path;
     std::string name;  // relative to the report's directory
     std::uint64_t bytes = 0;
-    std::uint64_t lines = 0, valid = 0, malformed = 0;
+    // valid: records read (an OTLP line holds several: docs/otlp.md); otlp_lines: the lines
+    // that were OTLP LogsData documents.
+    std::uint64_t lines = 0, valid = 0, malformed = 0, otlp_lines = 0;
     std::uint64_t torn_tail_bytes = 0;  // 0: the file ends with '\n' (or is empty)
     std::array<std::uint64_t, record_kind_count> kinds{};
     std::vector<MalformedLine> malformed_lines;  // the first max_listed

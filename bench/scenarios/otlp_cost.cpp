@@ -1,0 +1,151 @@
+// The otlp-cost scenario: what LineFormat::otlp costs per record next to the JSON Lines
+// encoding it starts from — the same records serialized in batches of 64 (as serialize_batch()
+// does), then, for OTLP, the batch handed to an OtlpSink in front of a sink that discards it.
+// Thread CPU time; both variants alternate (docs/benchmarks.md, "Cost of the operator
+// features").
+#include "runs.hpp"
+#include "scenarios.hpp"
+#include "side_by_side.hpp"
+#include "writer_workloads.hpp"
+
+#include <jsonlw/perf_metrics_record.hpp>
+#include <jsonlw/raw_output_record.hpp>
+#include <jsonlw/sinks/otlp_sink.hpp>
+
+#include <fmt/format.h>
+
+#include <time.h>
+#include <unistd.h>
+
+#include <functional>
+
+namespace bench {
+
+namespace {
+
+double cpu_seconds() noexcept
+{
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Takes every line and drops it, counted written: the OTLP step alone, no I/O.
+class DiscardSink final : public jsonlw::LineSink {
+public:
+    jsonlw::AppendResult append(std::string_view, const jsonlw::Lines& lines) noexcept override
+    {
+        jsonlw::AppendResult r;
+        r.attempted = true;
+        r.records_written = lines.records;
+        r.landed = lines.bytes.size();
+        bytes += lines.bytes.size();
+        return r;
+    }
+    std::uint64_t bytes = 0;
+};
+
+// `iterations` records built by `one` in batches of 64; each full batch goes to `otlp` when
+// given. Returns thread CPU seconds.
+[[gnu::noinline]] double encode_seconds(const std::function<void(jsonlw::JsonLine&)>& one,
+                                        std::size_t iterations, jsonlw::OtlpSink* otlp)
+{
+    jsonlw::LineBuffer buf;
+    const double t0 = cpu_seconds();
+    std::size_t in_batch = 0;
+    for (std::size_t i = 0; i < iterations; ++i) {
+        jsonlw::JsonLine line(buf);
+        one(line);
+        buf.push_back('\n');
+        if (++in_batch == 64 || i + 1 == iterations) {
+            if (otlp) otlp->append("", jsonlw::Lines{std::string_view(buf.data(), buf.size()), in_batch, 0});
+            buf.clear();
+            in_batch = 0;
+        }
+    }
+    return cpu_seconds() - t0;
+}
+
+}  // namespace
+
+void otlp_cost_scenario(const Config& cfg, Report& report)
+{
+    const std::size_t n = cfg.quick ? 20000 : 200000;
+    auto ns = [n](double seconds) { return seconds * 1e9 / static_cast<double>(n); };
+
+    auto discard = std::make_shared<DiscardSink>();
+    jsonlw::OtlpSink otlp(discard, jsonlw::OtlpOptions{
+                                       .service_name = "bench",
+                                       .event_name = "jsonlw.perf_metrics",
+                                       .time_fields = {{"/perf_metrics/timing_metrics/last_token_time",
+                                                        jsonlw::OtlpTimeField::Kind::steady_seconds}}});
+    jsonlw::SinkContext ctx;
+    ctx.host = "bench-host";
+    ctx.pid = ::getpid();
+    (void)otlp.start(ctx);
+
+    struct Case {
+        std::string label;
+        std::function<void(jsonlw::JsonLine&)> one;
+        std::size_t line_bytes;
+    };
+    std::vector<Case> cases;
+    const WriterWorkload perf = perf_metrics_workload(0);
+    const auto& perf_rec = *static_cast<const jsonlw::PerfMetricsRecord*>(perf.records.get());
+    cases.push_back({"PerfMetricsWriter, the seed's worker record",
+                     [&perf_rec](jsonlw::JsonLine& l) { jsonlw::serialize_perf_metrics(perf_rec, l); },
+                     perf.lines.line_bytes});
+    const WriterWorkload raw_out = raw_output_workload(1024, cfg.dir);
+    jsonlw::RawOutputRecord raw_rec;
+    if (raw_out.problem.empty()) {
+        const auto& o = *static_cast<const RawOutputShape*>(raw_out.records.get());
+        raw_rec.request_id = raw_output_first_id;
+        raw_rec.started_at = raw_rec.finished_at = jsonlw::WallClock::now();
+        raw_rec.streaming = true;
+        raw_rec.frames_text = o.text;
+        for (std::size_t j = 1; j <= 4; ++j)
+            if (o.text_at[j] > o.text_at[j - 1]) raw_rec.frame_ends.push_back(o.text_at[j]);
+        raw_rec.token_ids = o.tokens;
+        cases.push_back({"RawOutputWriter, a ~1 KiB output",
+                         [&raw_rec](jsonlw::JsonLine& l) { jsonlw::serialize_raw_output(raw_rec, l); },
+                         raw_out.lines.line_bytes});
+    }
+
+    for (const Case& c : cases) {
+        std::vector<Variant<double>> variants = {
+            {"JSON Lines: serialize()", [&] { return ns(encode_seconds(c.one, n, nullptr)); }},
+            {"OTLP: serialize() + OtlpSink", [&] { return ns(encode_seconds(c.one, n, &otlp)); }},
+        };
+        auto results = alternate<double>(cfg, "otlp " + c.label, variants,
+                                         [](double x) { return fmt::format("{:.0f} ns", x); });
+        Section sec;
+        sec.scenario = "otlp-cost";
+        sec.title = fmt::format("OTLP JSON Lines vs JSON Lines: {} ({} B line), {} per run, "
+                                "batches of 64, thread CPU time",
+                                c.label, c.line_bytes, human(static_cast<double>(n)));
+        sec.params = {{"record_bytes", static_cast<double>(c.line_bytes)},
+                      {"iterations", static_cast<double>(n)}};
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+            Row row;
+            row.variant = variants[v].name;
+            row.unit = "ns/record";
+            row.higher_is_better = false;
+            row.values.v = results[v];
+            sec.rows.push_back(row);
+        }
+        // OTLP's cost as a multiple of JSON Lines', pair by pair.
+        Series cost;
+        for (std::size_t i = 0; i < results[0].size() && i < results[1].size(); ++i)
+            cost.v.push_back(results[1][i] / results[0][i]);
+        sec.rows[1].ratio = cost;
+        sec.rows[1].note = "ratio: OTLP cost / JSON Lines cost (goal <= 2.0)";
+        sec.notes.push_back("OTLP = the same serialize() plus the OTLP step: each line parsed "
+                            "(simdjson DOM) and rewritten as a log record with a kvlistValue "
+                            "body, one LogsData line per batch; the sink discards it (no I/O)");
+        report.goals.push_back(make_goal("OTLP encoding cost / JSON Lines encoding cost, " + c.label,
+                                         "<=", 2.0, cost.median(), "x", ""));
+        report.sections.push_back(std::move(sec));
+    }
+}
+
+}  // namespace bench
