@@ -34,9 +34,9 @@ int main()
         std::string line;
         std::getline(in, line);
         // {"resourceLogs":[{"resource":{"attributes":[{"key":"service.name",...
-        //   "logRecords":[{"timeUnixNano":"...","observedTimeUnixNano":"...","severityNumber":9,
+        //   "logRecords":[{"observedTimeUnixNano":"...","severityNumber":9,
         //   "severityText":"INFO","body":{"kvlistValue":{"values":[{"key":"request_id",...}]}},
-        //   "flags":1,"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7",
+        //   "timeUnixNano":"...","flags":1,"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7",
         //   "eventName":"jsonlw.perf_metrics"}]}]}]}
         fmt::print("written {}: {}...\n", report.stats.written, line.substr(0, 60));
         status = report.stats.written == 1 &&

@@ -124,6 +124,10 @@ TEST_CASE("Every JSON type of a record becomes its AnyValue; traceparent becomes
             SubmitResult::accepted);
     REQUIRE(w.submit(RawJsonText(R"({"t":"2000-02-29T23:59:59.123456789Z","traceparent":"00-00000000000000000000000000000000-00f067aa0ba902b7-01"})")) ==
             SubmitResult::accepted);
+    // RawJsonWriter compacts what it is given (whitespace gone, \u00e9 decoded, \/ kept).
+    REQUIRE(w.submit(RawJsonText(R"({ "kind" : "response", "s" : "é\/", "n" : [ 1 , 2.5 ] ,)"
+                                 R"( "nested" : { "model" : "m2" }, "traceparent" : "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" })")) ==
+            SubmitResult::accepted);
     const std::uint64_t before = unix_now_ns();
     h.start(w);
     flush(w);
@@ -135,7 +139,7 @@ TEST_CASE("Every JSON type of a record becomes its AnyValue; traceparent becomes
     const std::string t = observed(line, before, after);
     const std::string want =
         prefix("s\\\"q") +
-        R"({"timeUnixNano":"1793768768623456000","observedTimeUnixNano":")" + t +
+        R"({"observedTimeUnixNano":")" + t +
         R"(","severityNumber":9,"severityText":"INFO","body":{"kvlistValue":{"values":[)"
         R"({"key":"kind","value":{"stringValue":"request"}},)"
         R"({"key":"t","value":{"stringValue":"2026-11-04T05:06:08.623456+00:00"}},)"
@@ -144,22 +148,33 @@ TEST_CASE("Every JSON type of a record becomes its AnyValue; traceparent becomes
         R"({"key":"d","value":{"doubleValue":1.5}},)"
         R"({"key":"b","value":{"boolValue":true}},)"
         R"({"key":"z","value":{}},)"
-        R"({"key":"s","value":{"stringValue":"a\"\\\n)" "\xc3\xa9\xf0\x9f\x98\x80" R"("}},)"
+        // Strings keep the writer's escaping (copied, not re-encoded).
+        R"({"key":"s","value":{"stringValue":"a\"\\\n\u00e9\ud83d\ude00"}},)"
         R"({"key":"arr","value":{"arrayValue":{"values":[{"intValue":"1"},{"stringValue":"x"},)"
         R"({"arrayValue":{"values":[]}},{"kvlistValue":{"values":[]}}]}}},)"
         R"({"key":"nested","value":{"kvlistValue":{"values":[{"key":"model","value":{"stringValue":"m1"}},)"
         R"({"key":"k","value":{"arrayValue":{"values":[{"boolValue":false}]}}}]}}}]}},)"
+        R"("timeUnixNano":"1793768768623456000",)"
         R"("attributes":[{"key":"gen_ai.request.model","value":{"stringValue":"m1"}}],)"
         R"("flags":1,"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7",)"
         R"("eventName":"e.request"},)"
         // An invalid traceparent (all-zero trace id) stays in the body; no kind: the bare name.
-        R"({"timeUnixNano":"951868799123456789","observedTimeUnixNano":")" + t +
+        R"({"observedTimeUnixNano":")" + t +
         R"(","severityNumber":9,"severityText":"INFO","body":{"kvlistValue":{"values":[)"
         R"({"key":"t","value":{"stringValue":"2000-02-29T23:59:59.123456789Z"}},)"
         R"({"key":"traceparent","value":{"stringValue":"00-00000000000000000000000000000000-00f067aa0ba902b7-01"}}]}},)"
-        R"("eventName":"e"}]}]}]})";
+        R"("timeUnixNano":"951868799123456789","eventName":"e"},)"
+        R"({"observedTimeUnixNano":")" + t +
+        R"(","severityNumber":9,"severityText":"INFO","body":{"kvlistValue":{"values":[)"
+        R"({"key":"kind","value":{"stringValue":"response"}},)"
+        R"({"key":"s","value":{"stringValue":")" "\xc3\xa9" R"(\/"}},)"
+        R"({"key":"n","value":{"arrayValue":{"values":[{"intValue":"1"},{"doubleValue":2.5}]}}},)"
+        R"({"key":"nested","value":{"kvlistValue":{"values":[{"key":"model","value":{"stringValue":"m2"}}]}}}]}},)"
+        R"("attributes":[{"key":"gen_ai.request.model","value":{"stringValue":"m2"}}],)"
+        R"("flags":0,"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7",)"
+        R"("eventName":"e.response"}]}]}]})";
     CHECK(line == want);
-    CHECK(w.stats().written == 2);
+    CHECK(w.stats().written == 3);
 }
 
 TEST_CASE("A record time that cannot be read leaves timeUnixNano out; steady seconds become Unix time")
@@ -211,9 +226,12 @@ TEST_CASE("An OtlpSink given a line that is not a JSON object keeps it as a stri
     ctx.host = "h";
     ctx.pid = 7;
     REQUIRE(!otlp.start(ctx));
-    const std::string lines = "[1,2]\n{\"a\":1}\n{\"b\":\n";
-    const AppendResult r = otlp.append("", Lines{lines, 3, 0});
-    CHECK(r.records_written == 3);
+    // A line with whitespace takes the general (DOM) path: strings re-escaped as JsonLine does.
+    const std::string lines = "[1,2]\n{\"a\":1}\n{\"b\":\n"
+                              "{ \"s\" : \"\\u00e9\\/\" , \"traceparent\" : "
+                              "\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\" }\n";
+    const AppendResult r = otlp.append("", Lines{lines, 4, 0});
+    CHECK(r.records_written == 4);
     const std::string text = mem->text();
     CHECK(text ==
           R"({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"s"}},)"
@@ -225,7 +243,11 @@ TEST_CASE("An OtlpSink given a line that is not a JSON object keeps it as a stri
               R"({"observedTimeUnixNano":")" + observed(text, 1, ~0ull) +
               R"(","severityNumber":9,"severityText":"INFO","body":{"kvlistValue":{"values":[{"key":"a","value":{"intValue":"1"}}]}}},)"
               R"({"observedTimeUnixNano":")" + observed(text, 1, ~0ull) +
-              R"(","severityNumber":9,"severityText":"INFO","body":{"stringValue":"{\"b\":"}}]}]}]})"
+              R"(","severityNumber":9,"severityText":"INFO","body":{"stringValue":"{\"b\":"}},)"
+              R"({"observedTimeUnixNano":")" + observed(text, 1, ~0ull) +
+              R"(","severityNumber":9,"severityText":"INFO","body":{"kvlistValue":{"values":[)"
+              R"({"key":"s","value":{"stringValue":")" "\xc3\xa9/" R"("}}]}},)"
+              R"("flags":1,"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7"}]}]}]})"
               "\n");
     CHECK(otlp.malformed_bodies() == 2);
 }

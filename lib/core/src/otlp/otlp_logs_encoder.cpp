@@ -5,6 +5,7 @@
 #include "otlp_logs_encoder.hpp"
 
 #include "otlp_any_value.hpp"
+#include "otlp_body_scanner.hpp"
 #include "otlp_time.hpp"
 
 #include <jsonlw/trace_context.hpp>
@@ -68,6 +69,17 @@ OtlpLogsEncoder::OtlpLogsEncoder(OtlpOptions opts, std::string_view host, pid_t 
     out.key("version"_key).string(version_string).end_object();
     out.key("logRecords"_key).begin_array();
     prefix_.assign(buf.data(), buf.size());
+    // The fast path's pointers: the time fields, the attributes, then the event-name field.
+    std::vector<std::string> pointers;
+    for (const OtlpTimeField& f : opts_.time_fields) pointers.push_back(f.pointer);
+    for (const OtlpAttribute& a : opts_.attributes) {
+        pointers.push_back(a.pointer);
+        LineBuffer name;
+        JsonLine(name).string(a.name);
+        attribute_keys_.push_back("{\"key\":" + std::string(name.data(), name.size()) + ",\"value\":");
+    }
+    if (!opts_.event_name_field.empty()) pointers.push_back("/" + opts_.event_name_field);
+    scanner_ = std::make_unique<OtlpBodyScanner>(pointers);
     // The constant part of eventName, escaped once.
     if (!opts_.event_name.empty()) {
         LineBuffer name;
@@ -75,6 +87,8 @@ OtlpLogsEncoder::OtlpLogsEncoder(OtlpOptions opts, std::string_view host, pid_t 
         event_name_json_.assign(name.data(), name.size());
     }
 }
+
+OtlpLogsEncoder::~OtlpLogsEncoder() = default;
 
 std::size_t OtlpLogsEncoder::encode(std::string_view lines, LineBuffer& out)
 {
@@ -94,13 +108,82 @@ std::size_t OtlpLogsEncoder::encode(std::string_view lines, LineBuffer& out)
         const std::string_view one = lines.substr(0, nl);
         lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
         if (records > 0) out.push_back(',');
-        JsonLine rec(out);
-        record(one, rec, observed_ns, steady_to_unix_ns);
+        if (!fast_record(one, out, observed_ns, steady_to_unix_ns)) {
+            JsonLine rec(out);
+            record(one, rec, observed_ns, steady_to_unix_ns);
+        }
         ++records;
     }
     static constexpr std::string_view suffix = "]}]}]}\n";
     out.append(suffix.data(), suffix.data() + suffix.size());
     return records;
+}
+
+bool OtlpLogsEncoder::fast_record(std::string_view text, LineBuffer& out, std::uint64_t observed_ns,
+                                  std::int64_t steady_to_unix_ns)
+{
+    const auto put = [&out](std::string_view s) { out.append(s.data(), s.data() + s.size()); };
+    const auto decimal = [&put](std::uint64_t v) {
+        char digits[24];
+        const auto end = fmt::format_to(digits, "{}", v);
+        put(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+    };
+    // The body is scanned straight into `out` (no copy): the fields taken from it follow it.
+    const std::size_t mark = out.size();
+    put(R"({"observedTimeUnixNano":")");
+    decimal(observed_ns);
+    put(R"(","severityNumber":9,"severityText":"INFO","body":)");
+    if (!scanner_->scan(text, out)) {
+        out.resize(mark);
+        return false;
+    }
+    std::size_t at = 0;
+    std::uint64_t time_ns = 0;
+    for (const OtlpTimeField& f : opts_.time_fields) {
+        const std::string_view raw = scanner_->found(at++);
+        if (time_ns == 0 && !raw.empty()) time_ns = raw_unix_nanos(raw, f.kind, steady_to_unix_ns);
+    }
+    if (time_ns) {
+        put(R"(,"timeUnixNano":")");
+        decimal(time_ns);
+        out.push_back('"');
+    }
+    bool any_attribute = false;
+    for (const std::string& key : attribute_keys_) {
+        const std::string_view raw = scanner_->found(at++);
+        if (raw.empty() || raw == "null") continue;
+        put(any_attribute ? std::string_view(",") : std::string_view(R"(,"attributes":[)"));
+        any_attribute = true;
+        put(key);
+        if (!scanner_->any_value(raw, out)) put("{}");
+        out.push_back('}');
+    }
+    if (any_attribute) out.push_back(']');
+    if (const auto& trace = scanner_->trace()) {
+        char tp[TraceContext::traceparent_size];  // "00-<32 hex>-<16 hex>-<2 hex>"
+        trace->format_traceparent(tp);
+        put(R"(,"flags":)");
+        decimal(trace->flags);
+        put(R"(,"traceId":")");
+        put(std::string_view(tp + 3, 32));
+        put(R"(","spanId":")");
+        put(std::string_view(tp + 36, 16));
+        out.push_back('"');
+    }
+    if (!event_name_json_.empty()) {
+        put(R"(,"eventName":)");
+        const std::string_view field = opts_.event_name_field.empty() ? std::string_view{} : scanner_->found(at);
+        if (field.size() >= 2 && field.front() == '"') {
+            // The constant name without its closing quote, '.', the field's escaped text.
+            put(std::string_view(event_name_json_).substr(0, event_name_json_.size() - 1));
+            out.push_back('.');
+            put(field.substr(1));
+        } else {
+            put(event_name_json_);
+        }
+    }
+    out.push_back('}');
+    return true;
 }
 
 void OtlpLogsEncoder::record(std::string_view text, JsonLine& out, std::uint64_t observed_ns,
@@ -110,9 +193,6 @@ void OtlpLogsEncoder::record(std::string_view text, JsonLine& out, std::uint64_t
     const bool parsed = !parser_.parse(text.data(), text.size()).get(rec) &&
                         rec.type() == simdjson::dom::element_type::OBJECT;
     out.begin_object();
-    if (parsed) {
-        if (const std::uint64_t t = record_time(rec, steady_to_unix_ns)) nanos(out, "timeUnixNano"_key, t);
-    }
     nanos(out, "observedTimeUnixNano"_key, observed_ns);
     out.key("severityNumber"_key).value(severity_info);
     out.key("severityText"_key).string("INFO");
@@ -132,6 +212,7 @@ void OtlpLogsEncoder::record(std::string_view text, JsonLine& out, std::uint64_t
     out.key("body"_key).begin_object().key("kvlistValue"_key).begin_object().key("values"_key);
     write_key_values(out, obj, trace ? std::string_view("traceparent") : std::string_view{});
     out.end_object().end_object();
+    if (const std::uint64_t t = record_time(rec, steady_to_unix_ns)) nanos(out, "timeUnixNano"_key, t);
 
     bool any_attribute = false;
     for (const OtlpAttribute& a : opts_.attributes) {

@@ -1,6 +1,7 @@
 // parse_utc_iso8601_ns and unix_nanos (see otlp_time.hpp).
 #include "otlp_time.hpp"
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 
@@ -54,6 +55,24 @@ std::optional<std::uint64_t> parse_utc_iso8601_ns(std::string_view s) noexcept
     return secs * 1000000000ull + frac_ns;
 }
 
+namespace {
+
+std::uint64_t seconds_nanos(double seconds, OtlpTimeField::Kind kind,
+                            std::int64_t steady_to_unix_ns) noexcept
+{
+    if (!std::isfinite(seconds) || seconds <= 0) return 0;
+    if (seconds >= 9.2e9) return 0;
+    // Whole seconds and the fraction apart: a double near 1.7e18 ns would round nanoseconds
+    // away (1700000000.25 s must stay ...250000000 ns).
+    const double whole = std::floor(seconds);
+    const std::int64_t ns = static_cast<std::int64_t>(whole) * 1000000000 +
+                            std::llround((seconds - whole) * 1e9) +
+                            (kind == OtlpTimeField::Kind::steady_seconds ? steady_to_unix_ns : 0);
+    return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+}
+
+}  // namespace
+
 std::uint64_t unix_nanos(simdjson::dom::element v, OtlpTimeField::Kind kind,
                          std::int64_t steady_to_unix_ns) noexcept
 {
@@ -63,15 +82,25 @@ std::uint64_t unix_nanos(simdjson::dom::element v, OtlpTimeField::Kind kind,
         return parse_utc_iso8601_ns(s).value_or(0);
     }
     double seconds;
-    if (v.get(seconds) || !std::isfinite(seconds) || seconds <= 0) return 0;
-    if (seconds >= 9.2e9) return 0;
-    // Whole seconds and the fraction apart: a double near 1.7e18 ns would round nanoseconds
-    // away (1700000000.25 s must stay ...250000000 ns).
-    const double whole = std::floor(seconds);
-    const std::int64_t ns = static_cast<std::int64_t>(whole) * 1000000000 +
-                            std::llround((seconds - whole) * 1e9) +
-                            (kind == OtlpTimeField::Kind::steady_seconds ? steady_to_unix_ns : 0);
-    return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+    if (v.get(seconds)) return 0;
+    return seconds_nanos(seconds, kind, steady_to_unix_ns);
+}
+
+std::uint64_t raw_unix_nanos(std::string_view raw, OtlpTimeField::Kind kind,
+                             std::int64_t steady_to_unix_ns) noexcept
+{
+    if (kind == OtlpTimeField::Kind::iso8601_utc) {
+        // A UTC stamp has no escapes: the token's text between its quotes is the string.
+        if (raw.size() < 2 || raw.front() != '"' || raw.back() != '"') return 0;
+        return parse_utc_iso8601_ns(raw.substr(1, raw.size() - 2)).value_or(0);
+    }
+    if (raw.empty() || raw.front() == '"' || raw.front() == 't' || raw.front() == 'f' ||
+        raw.front() == 'n' || raw.front() == '{' || raw.front() == '[')
+        return 0;
+    double seconds;
+    const auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), seconds);
+    if (ec != std::errc{} || p != raw.data() + raw.size()) return 0;
+    return seconds_nanos(seconds, kind, steady_to_unix_ns);
 }
 
 }  // namespace jsonlw::detail

@@ -18,6 +18,10 @@ std::optional<std::uint64_t> parse_utc_iso8601_ns(std::string_view s) noexcept;
 
 // The value `v` spelled as `kind` says, in Unix nanoseconds; 0 when it is not usable (wrong
 // type, not positive, not parseable): OTLP's "unknown".
+// The same for a value's raw JSON text (a string token for iso8601_utc, a number otherwise).
+std::uint64_t raw_unix_nanos(std::string_view raw, OtlpTimeField::Kind kind,
+                             std::int64_t steady_to_unix_ns) noexcept;
+
 std::uint64_t unix_nanos(simdjson::dom::element v, OtlpTimeField::Kind kind,
                          std::int64_t steady_to_unix_ns) noexcept;
 
