@@ -254,6 +254,8 @@ private:
         r.file_io = std::move(io);
         r.envelope = o.envelope;
         r.sink = sink_of(kafka, "raw_output", std::move(files));
+        r.chain = o.chain;
+        r.chain_key = o.chain_key;
         return r;
     }
 
@@ -267,6 +269,8 @@ private:
         r.file_io = std::move(io);
         r.envelope = o.envelope;
         r.sink = sink_of(kafka, "request_trace", std::move(files));
+        r.chain = o.chain;
+        r.chain_key = o.chain_key;
         return r;
     }
 
@@ -279,6 +283,8 @@ private:
         p.file_io = std::move(io);
         p.envelope = o.envelope;
         p.sink = sink_of(kafka, "perf_metrics", std::move(files));
+        p.chain = o.chain;
+        p.chain_key = o.chain_key;
         return p;
     }
 
