@@ -9,6 +9,7 @@
 #include "verify.hpp"
 
 #include <jsonlw/chain_manifest.hpp>
+#include <jsonlw/raw_output_writer.hpp>
 #include <jsonlw/sinks/chain_sink.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 
@@ -325,4 +326,58 @@ TEST_CASE("Hour files of a PartitionedFileSink, a late line to an older hour inc
     CHECK(format_chain_verify(r) ==
           "t.chain: sha256 chain verified: 2 files, 7 lines, 0 deleted by retention, last " +
               m.events.back().last + "\n");
+}
+
+TEST_CASE("A writer that crashed before its close record goes on, restarted, from its file's "
+          "last line: one chain",
+          "[tools][verify]")
+{
+    Harness h;
+    const auto chained = [](WriterOptions& o) { o.chain = ChainMode::sha256; };
+    write_records(h, h.dir.path(), 0, 3, chained);
+    // The crash: the manifest ends with the open, its close never written.
+    const fs::path manifest = h.dir.path() / "test.chain";
+    auto events = read_lines(manifest);
+    REQUIRE(events.size() == 2);
+    events.pop_back();
+    write_file(manifest, lines_text(events));
+    write_records(h, h.dir.path(), 3, 2, chained);
+    const ChainVerifyResult r = verify_chain_directory(h.dir.path(), std::nullopt);
+    REQUIRE_FALSE(r.broken);
+    REQUIRE(r.writers.size() == 1);
+    CHECK(r.writers[0].lines == 5);
+    CHECK(r.writers[0].last == chain_of_records(5));
+}
+
+TEST_CASE("The raw-output writer with chain sha256 writes hour folders whose chain verifies",
+          "[tools][verify]")
+{
+    Harness h;
+    jsonlw::RawOutputOptions o;
+    o.directory = h.dir.path();
+    o.log = h.logs.sink();
+    o.chain = ChainMode::sha256;
+    jsonlw::RawOutputWriter w(h.executor(), o);
+    w.start();
+    // Finished in three hours, one batch: three hour folders, one file each.
+    const auto base = std::chrono::sys_days{std::chrono::year{2026} / 11 / 4} + std::chrono::hours{5};
+    for (int i = 0; i < 6; ++i) {
+        jsonlw::RawOutputRecord r;
+        r.request_id = static_cast<std::uint64_t>(i);
+        r.finished_at = base + std::chrono::minutes{60 * (i % 3)};
+        r.started_at = r.finished_at - std::chrono::seconds{1};
+        r.frames_text = "ok";
+        r.frame_ends = {2};
+        r.token_ids = {562};
+        REQUIRE(w.submit(std::move(r)) == SubmitResult::accepted);
+    }
+    h.loop.start();
+    close(w);
+    const ChainVerifyResult r = verify_chain_directory(h.dir.path(), std::nullopt);
+    INFO(format_chain_verify(r) << r.error);
+    REQUIRE_FALSE(r.broken);
+    REQUIRE(r.writers.size() == 1);
+    CHECK(r.writers[0].files == 3);
+    CHECK(r.writers[0].lines == 6);
+    CHECK(r.writers[0].manifest == "raw.chain");
 }
