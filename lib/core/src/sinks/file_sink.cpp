@@ -42,6 +42,7 @@ struct FileSink::State {
     bool created = false;  // an append opened it: it exists on disk
     bool sealed = false;   // closed for good
     std::size_t group_offset = 0;  // lines of the append() in progress before this part
+    bool told_closed = false;      // the one file (not rotating): its close event was sent
     std::uint64_t size = 0;
     clock::time_point opened{};
     std::atomic<std::uint64_t> files_closed{0};
@@ -355,8 +356,8 @@ void FileSink::close(bool durable) noexcept
     if (durable) s.appender->sync_all();
     s.appender->close_all();
     s.seal(durable);
-    if (!s.rotating && s.created && !s.sealed) {  // the one file: closed for good now
-        s.sealed = true;
+    if (!s.rotating && s.created && !s.told_closed) {  // the one file: closed now
+        s.told_closed = true;
         s.ctx.file_event(FileEvent::Kind::closed, s.first, s.closed_records);
     }
     s.keeper->audit();
