@@ -203,6 +203,21 @@ TEST_CASE("A file deleted by hand is a deleted file; one retention deleted is no
     check_break(r, files[0], 0, "deleted file");
 }
 
+TEST_CASE("A file deleted by hand together with its manifest lines leaves the next file "
+          "starting from nowhere: a broken link",
+          "[tools][verify]")
+{
+    RetainedRun run;
+    TempDir t;
+    const auto files = jsonl_in(run.copy(t));
+    fs::remove(files[0]);
+    std::vector<std::string> kept;
+    for (const std::string& l : read_lines(t.path() / "test.chain"))
+        if (l.find(files[0].filename().string()) == std::string::npos) kept.push_back(l);
+    write_file(t.path() / "test.chain", lines_text(kept));
+    check_break(verify_chain_directory(t.path(), std::nullopt), files[1], 1, "broken link");
+}
+
 TEST_CASE("A line inserted in the middle of a file breaks there as deleted_or_inserted, and a "
           "file of the writer's name that no manifest lists is an inserted file",
           "[tools][verify]")
