@@ -192,3 +192,24 @@ TEST_CASE("A writer with chain hmac-sha256 and no key, or a key without hmac-sha
         CHECK(h.logs.count(LogLevel::error, with_key ? "a chain key is only for" : "needs a key") == 1);
     }
 }
+
+TEST_CASE("A manifest that cannot be written costs no record: the failure is logged once and "
+          "counted",
+          "[sinks][chain]")
+{
+    SinkRig rig;
+    std::filesystem::create_directory(rig.dir.path() / "t.chain");  // open(O_WRONLY) fails
+    auto file = std::make_shared<FileSink>(FileSinkOptions{.rotate_bytes = 200});
+    ChainSink chain(file, ChainMode::sha256);
+    rig.start(chain);
+    REQUIRE(rig.put(chain, {}, 0, 5).records_written == 5);
+    chain.close(false);
+    CHECK(chain.manifest_failures() == 6);  // three opens, three closes
+    CHECK(rig.logs.count(LogLevel::error, "chain manifest") == 1);
+    std::string prev = zeros;
+    for (const auto& f : file->files()) {
+        std::istringstream in(read_file(f));
+        CHECK_FALSE(verify_chain(in, ChainMode::sha256, std::nullopt, prev));
+    }
+    CHECK(prev == chain.last());
+}
