@@ -213,3 +213,24 @@ TEST_CASE("A manifest that cannot be written costs no record: the failure is log
     }
     CHECK(prev == chain.last());
 }
+
+TEST_CASE("read_last_chain_value finds the last complete line's value behind a torn tail, "
+          "whatever the lines' lengths",
+          "[sinks][chain]")
+{
+    TempDir dir;
+    LineChain chain(ChainMode::sha256, std::nullopt);
+    std::string text;
+    chain.seal(text, "{\"a\":\"" + std::string(6000, 'x') + "\"}\n");  // longer than 4 KiB
+    const std::string long_value = chain.last();
+    chain.seal(text, "{\"b\":1}\n");
+    const std::string short_value = chain.last();
+    write_file(dir.path() / "f.jsonl", text);
+    CHECK(read_last_chain_value(dir.path() / "f.jsonl") == short_value);
+    write_file(dir.path() / "g.jsonl", text.substr(0, text.find("{\"b\"")) + "{\"torn\":\"" +
+                                           std::string(9000, 'y'));
+    CHECK(read_last_chain_value(dir.path() / "g.jsonl") == long_value);
+    write_file(dir.path() / "h.jsonl", "{\"no\":\"chain\"}\n");
+    CHECK_FALSE(read_last_chain_value(dir.path() / "h.jsonl"));
+    CHECK_FALSE(read_last_chain_value(dir.path() / "missing.jsonl"));
+}

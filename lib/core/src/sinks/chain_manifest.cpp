@@ -155,20 +155,26 @@ std::optional<std::string> read_last_chain_value(const std::filesystem::path& fi
     std::ifstream in(file, std::ios::binary | std::ios::ate);
     if (!in) return std::nullopt;
     const std::streamoff size = in.tellg();
-    const std::streamoff want = std::min<std::streamoff>(size, std::streamoff{1} << 20);
-    std::string tail(static_cast<std::size_t>(want), '\0');
-    in.seekg(size - want);
-    in.read(tail.data(), want);
-    if (in.gcount() != want) return std::nullopt;
-    // Complete lines only, newest first: a torn last line (no newline) is skipped.
-    std::size_t end = tail.rfind('\n');
-    while (end != std::string::npos && end > 0) {
-        const std::size_t nl = tail.rfind('\n', end - 1);
-        const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
-        if (nl == std::string::npos && want < size) return std::nullopt;  // cut at the window
-        if (auto v = value_of(std::string_view(tail).substr(begin, end - begin))) return v;
-        if (nl == std::string::npos) break;
-        end = nl;
+    // The value sits at the end of the last complete line: the last 4 KiB nearly always hold
+    // it; a longer torn tail, or a line without a key, widens the look to 1 MiB.
+    for (const std::streamoff window : {std::streamoff{4096}, std::streamoff{1} << 20}) {
+        const std::streamoff want = std::min(size, window);
+        std::string tail(static_cast<std::size_t>(want), '\0');
+        in.clear();
+        in.seekg(size - want);
+        in.read(tail.data(), want);
+        if (in.gcount() != want) return std::nullopt;
+        // Complete lines only, newest first: a torn last line (no newline) is skipped. A line
+        // cut by the window's start still shows its end, which is all value_of() reads.
+        std::size_t end = tail.rfind('\n');
+        while (end != std::string::npos && end > 0) {
+            const std::size_t nl = tail.rfind('\n', end - 1);
+            const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+            if (auto v = value_of(std::string_view(tail).substr(begin, end - begin))) return v;
+            if (nl == std::string::npos) break;
+            end = nl;
+        }
+        if (want == size) break;
     }
     return std::nullopt;
 }
