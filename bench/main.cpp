@@ -37,7 +37,7 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
                    larger records fill the same bytes
   --scenario NAME  run only these (repeatable, or several names): throughput, serializers,
                    submit, overload, drain, file-check, serialization, otlp-cost, snapshot,
-                   snapshot-rows, report, serving-overload
+                   snapshot-rows, report, serving-overload, chain
   --pairs N        measured rounds after the warm-up (default 5)
 
 The table goes to stdout, progress to stderr. Exit status 1 when a run failed a check
@@ -46,8 +46,9 @@ The table goes to stdout, progress to stderr. Exit status 1 when a run failed a 
 
 const std::vector<std::string> all_scenarios = {"overload", "throughput", "serializers",
                                                 "submit", "drain", "file-check",
-                                                "serialization", "otlp-cost", "snapshot", "snapshot-rows",
-                                                "report", "serving-overload"};
+                                                "serialization", "otlp-cost", "snapshot",
+                                                "snapshot-rows", "report", "serving-overload",
+                                                "chain"};
 
 std::string read_first(const char* path, const std::string& prefix)
 {
@@ -220,6 +221,7 @@ int main(int argc, char** argv)
     if (wanted("snapshot-rows")) bench::snapshot_rows_scenario(cfg, report);
     if (wanted("report")) bench::report_scenario(cfg, report);
     if (wanted("serving-overload")) bench::serving_overload_scenario(cfg, report);
+    if (wanted("chain")) bench::chain_scenario(cfg, report);
 
     report.machine.emplace_back("load at end", load_average());
     report.wall_seconds = bench::seconds_since(t0);

@@ -40,6 +40,10 @@ void report_scenario(const Config& cfg, Report& report);
 // The main job past its load: jsonlw demo at 1x, 2x, 4x the rate it sustains without drops.
 void serving_overload_scenario(const Config& cfg, Report& report);
 
+// The hash chain (docs/chain.md): LineChain::seal per 1 KiB line, and RawJsonWriter with
+// chain none vs sha256 on the same records.
+void chain_scenario(const Config& cfg, Report& report);
+
 // Progress on stderr: "[  12 s] text".
 void progress(const std::string& text);
 

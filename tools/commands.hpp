@@ -9,5 +9,6 @@ namespace jsonlw::tools {
 
 int demo_main(std::span<char*> args);      // tools/demo/demo.cpp
 int validate_main(std::span<char*> args);  // tools/validate.cpp
+int verify_main(std::span<char*> args);    // tools/verify.cpp
 
 }  // namespace jsonlw::tools

@@ -1,4 +1,4 @@
-// The jsonlw command: `jsonlw demo|report|validate|help|--help|--version`. Results go to
+// The jsonlw command: `jsonlw demo|report|validate|verify|help|--help|--version`. Results go to
 // stdout, progress and errors to stderr; each subcommand's exit statuses are in the help.
 #include "commands.hpp"
 
@@ -18,6 +18,7 @@ constexpr std::string_view usage = R"(usage: jsonlw <command> [options]
   jsonlw demo      run the writers on synthetic traffic and report on what they wrote
   jsonlw report    summarize a directory of JSON Lines written by the jsonlw writers
   jsonlw validate  check that every line of some files is strict JSON
+  jsonlw verify    check the hash chain of every writer under a directory
   jsonlw help CMD  the options and exit statuses of one command
   jsonlw --help    all of them;  jsonlw --version  the version
 
@@ -29,7 +30,7 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
             [--out DIR] [--backend auto|cpu|cuda] [--dtype bf16|f16|f32] [--tokens MIN-MAX]
             [--top-k K] [--step-us U] [--first-gen-every N] [--capture full|metadata]
             [--format jsonl|otlp]
-            [--envelope]
+            [--envelope] [--chain none|sha256|hmac-sha256 [--chain-key FILE]]
             [--rotate-bytes N] [--rotate-interval-ms N] [--retain-files N]
             [--retain-bytes N] [--retain-age-ms N] [--kafka] [--ring-slots N]
             [--stage-wait-ms W] [--stage-threads N] [--stage-nice N] [--server-us U]
@@ -64,6 +65,11 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
                         close: per writer its kind, writer ID, submitted, written,
                         seq_gaps, unknown, and (perf metrics) its files, so that
                         max(seq) + 1 - count(*) per writer can be checked against it
+    --chain MODE        end every line of all three writers with a hash chain value
+                        (sha256, or hmac-sha256 with --chain-key FILE), each writer's file
+                        events in <writer dir>/<stem>.chain; check with jsonlw verify DIR
+                        (docs/chain.md)
+    --chain-key FILE    the key of --chain hmac-sha256 (the file's bytes exactly)
     --rotate-bytes N    rotate the perf-metrics file once it holds N bytes (default 0: never);
                         the file being written ends in .open until it is rotated or closed
     --rotate-interval-ms N  ... or once it has been open N ms (default 0: never)
@@ -130,14 +136,31 @@ constexpr std::string_view validate_help = R"(jsonlw validate [--allow-torn-tail
                  or holds no *.jsonl or *.jsonl.open file
 )";
 
+constexpr std::string_view verify_help = R"(jsonlw verify DIR [--key FILE]
+  Finds every writer's chain manifest (<stem>.chain) under DIR and recomputes its hash chain
+  (docs/chain.md): per writer, file by file in the manifest's order, each file from the value
+  the manifest says it starts from, which must be where an earlier file of the writer was (or
+  64 zeros); a closed file must end with the value recorded when it closed; a file missing
+  without a recorded retention deletion, or a *.jsonl named like the writer's files that no
+  manifest lists, is a break too. Prints the first break as
+  FILE:LINE: KIND: what it looks like (KIND: edited, deleted_or_inserted, reordered,
+  truncated, missing_key, not_json_object, deleted file, inserted file, broken link), or one
+  line per writer: its mode, files, lines, files deleted by retention, last value.
+    --key FILE  the key file of writers with chain hmac-sha256 (its bytes exactly)
+  exit status: 0 every chain verified; 1 a break (printed); 2 bad arguments, DIR not a
+               directory or without a manifest, an hmac-sha256 chain without --key, or an
+               unreadable key file or manifest
+)";
+
 int help(std::string_view topic)
 {
     if (topic == "demo") std::fputs(demo_help.data(), stdout);
     else if (topic == "report") std::fputs(report_help.data(), stdout);
     else if (topic == "validate") std::fputs(validate_help.data(), stdout);
+    else if (topic == "verify") std::fputs(verify_help.data(), stdout);
     else if (topic.empty()) {
         std::fputs(usage.data(), stdout);
-        for (const auto h : {demo_help, report_help, validate_help}) {
+        for (const auto h : {demo_help, report_help, validate_help, verify_help}) {
             std::fputs("\n", stdout);
             std::fputs(h.data(), stdout);
         }
@@ -173,6 +196,7 @@ int main(int argc, char** argv)
     if (cmd == "demo") return jsonlw::tools::demo_main(rest);
     if (cmd == "report") return jsonlw::tools::report_main(rest);
     if (cmd == "validate") return jsonlw::tools::validate_main(rest);
+    if (cmd == "verify") return jsonlw::tools::verify_main(rest);
     std::fprintf(stderr, "jsonlw: unknown command '%.*s'\n%s", static_cast<int>(cmd.size()), cmd.data(),
                  usage.data());
     return 2;

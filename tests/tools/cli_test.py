@@ -64,9 +64,12 @@ def check_html(name, path, figures):
 with tempfile.TemporaryDirectory() as tmp:
     rc, out, _ = run("--help")
     expect("--help exits 0", rc == 0)
-    for cmd in ("jsonlw demo", "jsonlw report", "jsonlw validate"):
+    for cmd in ("jsonlw demo", "jsonlw report", "jsonlw validate", "jsonlw verify"):
         expect(f"--help documents {cmd}", cmd in out)
-    expect("--help states exit statuses for all three", out.count("exit status:") == 3)
+    expect("--help states exit statuses for all four", out.count("exit status:") == 4)
+    expect("jsonlw verify without DIR exits 2", run("verify")[0] == 2)
+    expect("jsonlw verify of a directory without a manifest exits 2",
+           run("verify", os.path.join(DATA, "validate"))[0] == 2)
     rc, out, _ = run("--version")
     expect("--version exits 0", rc == 0 and out.startswith("jsonlw "))
     expect("an unknown command exits 2", run("frobnicate")[0] == 2)

@@ -5,7 +5,8 @@ what the writers' own counters (the demo's table) say they wrote, and every requ
 join by the traceparent its client sent. Then the shipping options:
 --envelope with --rotate-bytes (numbered lines without gaps, rotated perf-metrics files,
 writers.json agreeing with them) and --kafka (every line delivered and read back; skipped
-when the binary was built without librdkafka).
+when the binary was built without librdkafka), and --chain sha256 / hmac-sha256 (every line
+chained, `jsonlw verify` accepts each writer's chain).
 
 Usage: demo_test.py JSONLW
 """
@@ -185,5 +186,31 @@ with tempfile.TemporaryDirectory() as tmp:
                    int(submitted) == int(delivered) == int(consumed) == expected[kind]
                    and int(failed) == 0 and same == "yes",
                    f"{submitted} {delivered} {failed} {consumed} {same}")
+
+    # --chain sha256 (and hmac-sha256 with a key file): every line of all three writers ends
+    # with its chain value, report still reads them, and jsonlw verify accepts each writer's
+    # chain (docs/chain.md).
+    key = os.path.join(tmp, "chain.key")
+    with open(key, "w") as f:
+        f.write("demo key\n")
+    for mode, extra in (("sha256", []), ("hmac-sha256", ["--chain-key", key])):
+        out_chain = os.path.join(tmp, "chain-" + mode)
+        p = subprocess.run(small + ["--out", out_chain, "--requests", "40", "--chain", mode,
+                                    "--rotate-bytes", "20000", "--retain-files", "2"] + extra,
+                           capture_output=True, text=True, timeout=120)
+        expect(f"demo --chain {mode} exits 0", p.returncode == 0,
+               f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        lines = [l for f in glob.glob(os.path.join(out_chain, "**", "*.jsonl"), recursive=True)
+                 for l in open(f)]
+        expect(f"--chain {mode}: every line ends with its chain value",
+               lines and all(re.search(r',"chain":"[0-9a-f]{64}"}$', l) for l in lines))
+        v = subprocess.run([JSONLW, "verify", out_chain] + (["--key", key] if extra else []),
+                           capture_output=True, text=True, timeout=60)
+        expect(f"verify accepts the --chain {mode} output", v.returncode == 0
+               and v.stdout.count(f": {mode} chain verified: ") == 3, v.stdout + v.stderr)
+        if extra:
+            v = subprocess.run([JSONLW, "verify", out_chain], capture_output=True, text=True,
+                               timeout=60)
+            expect("verify without --key exits 2", v.returncode == 2, v.stdout + v.stderr)
 
 sys.exit(1 if failures else 0)

@@ -259,6 +259,8 @@ private:
         r.file_io = std::move(io);
         r.envelope = o.envelope;
         r.sink = sink_of(kafka, "raw_output", std::move(files));
+        r.chain = o.chain;
+        r.chain_key = o.chain_key;
         return r;
     }
 
@@ -274,6 +276,8 @@ private:
         r.file_io = std::move(io);
         r.envelope = o.envelope;
         r.sink = sink_of(kafka, "request_trace", std::move(files));
+        r.chain = o.chain;
+        r.chain_key = o.chain_key;
         return r;
     }
 
@@ -288,6 +292,8 @@ private:
         p.format = o.format;
         p.otlp.service_name = demo_service_name;
         p.sink = sink_of(kafka, "perf_metrics", std::move(files));
+        p.chain = o.chain;
+        p.chain_key = o.chain_key;
         return p;
     }
 

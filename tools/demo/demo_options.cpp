@@ -1,5 +1,7 @@
 #include "demo_options.hpp"
 
+#include <jsonlw/chain_manifest.hpp>
+
 #include <charconv>
 #include <string_view>
 
@@ -91,6 +93,19 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
             else return bad();
         } else if (a == "--envelope") {
             o.envelope = true;
+        } else if (a == "--chain") {
+            if (!value(v)) return false;
+            const auto m = parse_chain_mode(v);
+            if (!m) return bad();
+            o.chain = *m;
+        } else if (a == "--chain-key") {
+            if (!value(v)) return false;
+            try {
+                o.chain_key = ChainKey::from_file(std::string(v));
+            } catch (const std::exception& e) {
+                error = e.what();
+                return false;
+            }
         } else if (a == "--rotate-bytes") {
             if (!value(v)) return false;
             if (!number(v, o.rotate_bytes)) return bad();
@@ -141,6 +156,11 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
             error = "unknown argument " + std::string(a);
             return false;
         }
+    }
+    if ((o.chain == ChainMode::hmac_sha256) != o.chain_key.has_value()) {
+        error = o.chain_key ? "--chain-key is only for --chain hmac-sha256"
+                            : "--chain hmac-sha256 needs --chain-key FILE";
+        return false;
     }
     return true;
 }

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <jsonlw/capture.hpp>
+#include <jsonlw/line_chain.hpp>
 #include <jsonlw/otlp_options.hpp>
 #include <jsonlw/snapshot/stage.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -36,6 +38,9 @@ struct DemoOptions {
     LineFormat format = LineFormat::jsonl;
     bool envelope = false;             // --envelope: {"seq","writer"} on every line of all three
                                        // writers, and <out>/writers.json after close
+    ChainMode chain = ChainMode::none;  // --chain none|sha256|hmac-sha256: all three writers'
+                                        // lines carry the hash chain (docs/chain.md)
+    std::optional<ChainKey> chain_key{};  // --chain-key FILE: hmac-sha256's key, read at parse
     std::uint64_t rotate_bytes = 0;    // --rotate-bytes N: the perf-metrics file rotates past N
                                        // bytes (0: never)
     std::uint64_t rotate_interval_ms = 0;  // --rotate-interval-ms N: ... or after N ms (0: never)

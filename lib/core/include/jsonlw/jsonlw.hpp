@@ -2,12 +2,14 @@
 #pragma once
 
 #include <jsonlw/append_result.hpp>
+#include <jsonlw/chain_manifest.hpp>
 #include <jsonlw/close_all.hpp>
 #include <jsonlw/durability.hpp>
 #include <jsonlw/error.hpp>
 #include <jsonlw/file_io.hpp>
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/jsonl_record_writer.hpp>
+#include <jsonlw/line_chain.hpp>
 #include <jsonlw/lines.hpp>
 #include <jsonlw/log.hpp>
 #include <jsonlw/malformed_record.hpp>
@@ -18,6 +20,7 @@
 #include <jsonlw/raw_json_text.hpp>
 #include <jsonlw/raw_json_writer.hpp>
 #include <jsonlw/record_encoder.hpp>
+#include <jsonlw/sinks/chain_sink.hpp>
 #include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/sinks/line_sink.hpp>
 #include <jsonlw/sinks/memory_sink.hpp>

@@ -3,6 +3,7 @@
 
 #include <jsonlw/durability.hpp>
 #include <jsonlw/file_io.hpp>
+#include <jsonlw/line_chain.hpp>
 #include <jsonlw/log.hpp>
 #include <jsonlw/otlp_options.hpp>
 #include <jsonlw/overflow.hpp>
@@ -122,6 +123,16 @@ struct WriterOptions {
     OtlpOptions otlp{};
     // The wording of the engine's log lines (default: "<subject> JSONL" messages).
     WriterMessages messages{};
+
+    // --- Hash chain (docs/chain.md) ---
+    // End every line with "chain":"<64 hex>", the hash of the previous line's value and this
+    // line's bytes (ChainSink wraps the sink; the files' events go to <directory>/<stem>.chain;
+    // `jsonlw verify DIR` checks them). Default none: lines are written exactly as before.
+    ChainMode chain = ChainMode::none;
+    // The key of ChainMode::hmac_sha256 (ChainKey::from_file reads a key file); required
+    // there, refused with any other mode. Invalid chain options disable the writer at
+    // start() with a logged error.
+    std::optional<ChainKey> chain_key{};
 };
 
 }  // namespace jsonlw

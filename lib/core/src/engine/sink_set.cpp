@@ -5,28 +5,28 @@
 
 #include "accounting.hpp"
 
+#include <jsonlw/sinks/chain_sink.hpp>
 #include <jsonlw/sinks/otlp_sink.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <stdexcept>
 
 namespace jsonlw::detail {
-
-// The layers between the engine and the destination, outermost first: the OTLP encoding
-// (docs/otlp.md), then the destination itself.
-std::shared_ptr<LineSink> SinkSet::layered(std::shared_ptr<LineSink> sink) const
-{
-    if (opts_.format == LineFormat::otlp) sink = std::make_shared<OtlpSink>(std::move(sink), opts_.otlp);
-    return sink;
-}
 
 std::error_code SinkSet::start(const SinkContext& ctx)
 {
     sink_ = opts_.sink ? opts_.sink
                        : std::make_shared<FileSink>(FileSinkOptions{
                              opts_.rotate_bytes, opts_.rotate_interval, opts_.open_suffix});
-    file_sink_ = dynamic_cast<FileSink*>(sink_.get());
-    sink_ = layered(std::move(sink_));
-    std::error_code ec = sink_->start(ctx);
+    file_sink_ = dynamic_cast<FileSink*>(sink_.get());  // before any decorator wraps it
+    // The decorators, innermost first: the chain seals the bytes that land, the OTLP encoding
+    // makes them (docs/chain.md, docs/otlp.md).
+    std::error_code ec = wrap_in_chain(ctx);
+    if (!ec && opts_.format == LineFormat::otlp)
+        sink_ = std::make_shared<OtlpSink>(std::move(sink_), opts_.otlp);
+    if (!ec) ec = sink_->start(ctx);
     if (!ec) {
         SinkContext paths_ctx = ctx;
         paths_ctx.directory.clear();  // append(path, …) names its files itself
@@ -37,6 +37,23 @@ std::error_code SinkSet::start(const SinkContext& ctx)
         started_once_ = true;
     }
     return ec;
+}
+
+// WriterOptions::chain: the sink's lines get the hash chain (docs/chain.md). The chain seals
+// the final bytes, so a decorator that ships lines elsewhere must wrap outside this one.
+std::error_code SinkSet::wrap_in_chain(const SinkContext& ctx)
+{
+    if (opts_.chain == ChainMode::none && !opts_.chain_key) return {};
+    try {
+        if (opts_.chain == ChainMode::none)
+            throw std::invalid_argument("a chain key is only for chain = hmac-sha256");
+        sink_ = std::make_shared<ChainSink>(sink_, opts_.chain, opts_.chain_key);
+        return {};
+    } catch (const std::exception& e) {
+        ctx.write_log(LogLevel::error,
+                      fmt::format("Invalid {} JSONL chain options: {}", ctx.subject, e.what()));
+        return std::make_error_code(std::errc::invalid_argument);
+    }
 }
 
 std::filesystem::path SinkSet::file_path() const

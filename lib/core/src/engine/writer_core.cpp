@@ -108,7 +108,7 @@ void WriterCore::start()
     Impl& d = *impl_;
     SinkContext ctx{opts_.directory, opts_.stem,      opts_.subject, host,
                     ::getpid(),      opts_.durability, opts_.file_io ? opts_.file_io : posix_file_io(),
-                    opts_.file_mode, opts_.log,      {}};
+                    opts_.file_mode, opts_.log,      {},           {}};
     // The sink is owned by this core: it never calls writer_stats after the core is gone.
     ctx.writer_stats = [this] { return stats(); };
     ec = d.sinks.start(ctx);

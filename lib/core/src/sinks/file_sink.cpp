@@ -41,6 +41,8 @@ struct FileSink::State {
     std::filesystem::path final_path, open_path;
     bool created = false;  // an append opened it: it exists on disk
     bool sealed = false;   // closed for good
+    std::size_t group_offset = 0;  // lines of the append() in progress before this part
+    bool told_closed = false;      // the one file (not rotating): its close event was sent
     std::uint64_t size = 0;
     clock::time_point opened{};
     std::atomic<std::uint64_t> files_closed{0};
@@ -62,6 +64,7 @@ struct FileSink::State {
 // `p`, the current file's name once closed, is sealed: retention may delete it (or older ones).
 void FileSink::State::retire(const std::filesystem::path& p) noexcept
 {
+    ctx.file_event(FileEvent::Kind::closed, p, closed_records);
     keeper->sealed(p, closed_records, clock::now());
     closed_records = 0;
     apply_retention();
@@ -206,9 +209,10 @@ AppendResult FileSink::State::append_current(const Lines& lines) noexcept
             created = true;
             opened = clock::now();
             try {
-                list_file(open_path, false);
+                if (rotating) list_file(open_path, false);
             } catch (...) {
             }
+            ctx.file_event(FileEvent::Kind::opened, final_path, 0, group_offset);
         }
         size = r.offset + r.landed;
     }
@@ -258,10 +262,8 @@ AppendResult FileSink::append(std::string_view, const Lines& lines) noexcept
         r.records_failed = lines.records;
         return r;
     }
-    if (!s.rotating) {
-        return detail::append_lines(*s.appender, s.first, lines,
-                                    s.ctx.durability == Durability::fsync_batch);
-    }
+    s.group_offset = 0;
+    if (!s.rotating) return s.append_current(lines);
     const auto& o = opts_;
     if (s.created && o.rotate_interval.count() > 0 && clock::now() - s.opened >= o.rotate_interval)
         s.rotate();
@@ -296,6 +298,7 @@ AppendResult FileSink::append(std::string_view, const Lines& lines) noexcept
         }
         if (take == rest.size() || n > records_left) n = records_left;
         Lines part{rest.substr(0, take), n, std::min(sanitized_left, n)};
+        s.group_offset = lines.records - records_left;
         const AppendResult r = s.append_current(part);
         total.attempted = total.attempted || r.attempted;
         total.records_written += r.records_written;
@@ -353,6 +356,10 @@ void FileSink::close(bool durable) noexcept
     if (durable) s.appender->sync_all();
     s.appender->close_all();
     s.seal(durable);
+    if (!s.rotating && s.created && !s.told_closed) {  // the one file: closed now
+        s.told_closed = true;
+        s.ctx.file_event(FileEvent::Kind::closed, s.first, s.closed_records);
+    }
     s.keeper->audit();
 }
 

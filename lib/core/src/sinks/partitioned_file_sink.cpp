@@ -128,6 +128,7 @@ std::error_code PartitionedFileSink::start(const SinkContext& ctx)
     s.keeper.emplace(opts_.retention, s.ctx, s.counters);
     s.appender.emplace(s.ctx.file_io, opts_.max_open, s.ctx.file_mode, &s.counters);
     s.appender->on_closed([&s](const std::string& p, std::uint64_t records) {
+        s.ctx.file_event(FileEvent::Kind::closed, p, records);
         s.keeper->sealed(p, records, clock::now());
         s.enforce_due = true;
     });
@@ -155,8 +156,10 @@ AppendResult PartitionedFileSink::append(std::string_view key, const Lines& line
     }
     if (s.keeper->active()) s.seal_past_hours(s.path.native());
     s.keeper->opened(s.path.native());
+    const bool was_open = s.appender->is_open(s.path.native());
     const AppendResult r = detail::append_lines(*s.appender, s.path, lines,
                                                 s.ctx.durability == Durability::fsync_batch);
+    if (r.attempted && !was_open) s.ctx.file_event(FileEvent::Kind::opened, s.path);
     if (r.attempted) {
         try {
             std::lock_guard lk(s.files_mu);

@@ -63,6 +63,7 @@ void RetentionKeeper::remove(Entry& e, Rule rule) noexcept
         counters_.update([&](FileSinkCounters& c) { c.records_removed += n; });
         return;
     }
+    ctx_.file_event(FileEvent::Kind::deleted, e.path, e.records);  // before: it can be read
     if (::unlink(e.path.c_str()) != 0) {
         const std::error_code ec{errno, std::system_category()};
         try {

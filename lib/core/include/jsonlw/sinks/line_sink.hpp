@@ -14,6 +14,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -24,6 +26,22 @@
 #include <vector>
 
 namespace jsonlw {
+
+// What a file sink tells SinkContext::on_file_event: a file of the writer was opened to be
+// written (created, or written again after it was closed), closed, or is about to be deleted
+// by retention (it still exists when the callback runs).
+struct FileEvent {
+    enum class Kind { opened, closed, deleted };
+    Kind kind = Kind::opened;
+    // The file's final name relative to SinkContext::directory ("<stem>-…-000001.jsonl",
+    // "2026-12-02T15/raw-output-host-1.jsonl"), not the open-suffixed name it has meanwhile.
+    std::string file;
+    // closed, deleted: the records of this writer in it (closed: appended since it was opened).
+    std::uint64_t records = 0;
+    // opened: how many lines of the append() in progress went to earlier files before this
+    // one opened (a FileSink that rotates in the middle of a group), else 0.
+    std::size_t group_offset = 0;
+};
 
 // What the writer tells its sink at start(): the writer's settings a destination needs.
 struct SinkContext {
@@ -39,9 +57,16 @@ struct SinkContext {
     // The writer's counters, for a sink that publishes them (a sidecar): callable from any
     // thread for as long as the sink is the writer's; after_batch() sees each batch counted.
     std::function<WriterStats()> writer_stats;
+    // Told about the files a file sink (FileSink, PartitionedFileSink and their retention)
+    // opens, closes and deletes, on the I/O thread (or the thread of close()); empty: nobody
+    // listens. A decorator that listens (ChainSink) chains to the one it was given.
+    std::function<void(const FileEvent&)> on_file_event;
 
     // Logs through `log` (or stderr); never throws.
     void write_log(LogLevel level, std::string_view message) const noexcept;
+    // Calls on_file_event for `path` (under directory) when set; never throws.
+    void file_event(FileEvent::Kind kind, const std::filesystem::path& path,
+                    std::uint64_t records = 0, std::size_t group_offset = 0) const noexcept;
 };
 
 // A destination for groups of complete lines. The writer calls start() once from its own

@@ -2,7 +2,7 @@
 // this line's bytes and to the line before it, so an edited, inserted, deleted, reordered or
 // torn line is found by recomputing (the idea of AWS CloudTrail log file integrity validation
 // and of RFC 5848's signature blocks, applied per line). Format and guarantees: docs/chain.md.
-// Not yet wired into any writer.
+// Writers turn it on with WriterOptions::chain (ChainSink seals their lines).
 //
 // The exact bytes: a sealed line is the caller's line L (a JSON object, without its newline)
 // with `,"chain":"<V>"` inserted before L's final `}` (only `"chain":"<V>"` when L is an
@@ -70,6 +70,10 @@ public:
     // The value of the last sealed line (the start value before any): what the writer's next
     // file begins from.
     const std::string& last() const noexcept { return prev_; }
+    // Makes `value` (64 lowercase hex digits) the value the next line chains onto: a sink that
+    // sealed lines which then did not land goes back to the last that did. Throws
+    // std::invalid_argument for any other value.
+    void resume(std::string_view value);
 
 private:
     ChainMode mode_;

@@ -60,4 +60,11 @@ void LineChain::seal(std::string& out, std::string_view line)
     prev_.assign(value, sizeof value);
 }
 
+void LineChain::resume(std::string_view value)
+{
+    if (!detail::is_chain_value(value))
+        throw std::invalid_argument("LineChain::resume: not 64 lowercase hex digits");
+    prev_.assign(value);
+}
+
 }  // namespace jsonlw
