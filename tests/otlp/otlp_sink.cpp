@@ -13,7 +13,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 using namespace jsonlw;
@@ -292,4 +294,31 @@ TEST_CASE("With the default FileSink the file holds the OTLP lines and the byte 
     std::size_t records = 0, at = 0;
     while ((at = content.find("\"observedTimeUnixNano\"", at)) != std::string::npos) ++records, ++at;
     CHECK(records == 7);
+}
+
+TEST_CASE("With a hash chain too, each OTLP line is sealed whole and every record counts written")
+{
+    Harness h;
+    WriterOptions o = h.options();
+    o.format = LineFormat::otlp;
+    o.chain = ChainMode::sha256;
+    TestWriter w(h.executor(), o);
+    for (int i = 0; i < 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    h.start(w);
+    flush(w);
+    for (int i = 5; i < 8; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    const CloseReport report = close(w);
+    CHECK(report.stats.written == 8);
+    CHECK(report.stats.dropped.total() == 0);
+    const auto files = w.files();
+    REQUIRE(files.size() == 1);
+    const std::string content = read_file(files[0]);
+    CHECK(report.stats.bytes == content.size());
+    CHECK(std::count(content.begin(), content.end(), '\n') == 2);
+    std::istringstream in(content);
+    std::string prev(64, '0');
+    CHECK_FALSE(verify_chain(in, ChainMode::sha256, std::nullopt, prev).has_value());
+    CHECK(prev != std::string(64, '0'));
+    // The key follows the LogsData's one member: {"resourceLogs":[…],"chain":"<64 hex>"}.
+    CHECK(content.rfind("]}]}],\"chain\":\"", content.find('\n')) != std::string::npos);
 }

@@ -25,6 +25,13 @@ set -e
 grep -q "lines are OTLP LogsData" "$out.report" || { cat "$out.report"; echo "FAIL: report did not read OTLP"; exit 1; }
 echo "OK: validate and report read the OTLP files"
 
+# With the hash chain too: every OTLP line sealed whole, nothing dropped, the chain verifies.
+rm -rf "$out.chain"
+"$jsonlw" demo --requests 100 --rate 2000 --format otlp --chain sha256 --out "$out.chain" \
+    >"$out.chain.log" 2>&1 || { tail -n 30 "$out.chain.log"; echo "FAIL: demo --format otlp --chain sha256"; exit 1; }
+"$jsonlw" verify "$out.chain" || { echo "FAIL: jsonlw verify rejected the chained OTLP files"; exit 1; }
+echo "OK: OTLP lines with the hash chain verify"
+
 # Broken copies: each must fail the consumer and validate.
 for breakage in 's/"intValue":"\([0-9]*\)"/"intValue":\1/' 's/"traceId":"\([0-9a-f]\)/"traceId":"A/'; do
     rm -rf "$out.bad" && cp -r "$out" "$out.bad"

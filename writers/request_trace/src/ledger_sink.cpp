@@ -4,7 +4,7 @@ namespace jsonlw::detail {
 
 LedgerSink::LedgerSink(std::shared_ptr<LineSink> inner, std::shared_ptr<TraceAccounting> ledger,
                        std::chrono::steady_clock::duration publish_interval)
-    : inner_(std::move(inner)), ledger_(std::move(ledger)), publish_interval_(publish_interval)
+    : SinkDecorator(std::move(inner)), ledger_(std::move(ledger)), publish_interval_(publish_interval)
 {
 }
 

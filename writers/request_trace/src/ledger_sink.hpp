@@ -10,7 +10,7 @@
 
 #include "trace_accounting.hpp"
 
-#include <jsonlw/sinks/line_sink.hpp>
+#include <jsonlw/sinks/sink_decorator.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -20,7 +20,7 @@
 
 namespace jsonlw::detail {
 
-class LedgerSink final : public LineSink {
+class LedgerSink final : public SinkDecorator {
 public:
     LedgerSink(std::shared_ptr<LineSink> inner, std::shared_ptr<TraceAccounting> ledger,
                std::chrono::steady_clock::duration publish_interval);
@@ -29,22 +29,12 @@ public:
     std::error_code start(const SinkContext& ctx) override;
     AppendResult append(std::string_view key, const Lines& lines) noexcept override;
     void after_batch() noexcept override;
-    std::error_code sync() noexcept override { return inner_->sync(); }
-    std::error_code reopen() noexcept override { return inner_->reopen(); }
-    std::optional<std::chrono::steady_clock::time_point> next_tick() const noexcept override
-    {
-        return inner_->next_tick();
-    }
-    void tick() noexcept override { inner_->tick(); }
     void close(bool durable) noexcept override;
     void close_abandoned() noexcept override;
-    std::vector<std::filesystem::path> files() const override { return inner_->files(); }
-    std::string describe(std::string_view key) const override { return inner_->describe(key); }
 
 private:
     WriterStats counts() const noexcept;
 
-    const std::shared_ptr<LineSink> inner_;
     const std::shared_ptr<TraceAccounting> ledger_;
     const std::chrono::steady_clock::duration publish_interval_;
     std::function<WriterStats()> writer_stats_;  // set by start()

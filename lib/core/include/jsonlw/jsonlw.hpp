@@ -26,6 +26,7 @@
 #include <jsonlw/sinks/memory_sink.hpp>
 #include <jsonlw/sinks/otlp_sink.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
+#include <jsonlw/sinks/sink_decorator.hpp>
 #include <jsonlw/sinks/tee_sink.hpp>
 #include <jsonlw/submit_result.hpp>
 #include <jsonlw/trace_context.hpp>

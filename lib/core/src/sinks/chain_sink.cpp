@@ -46,7 +46,7 @@ std::string resume_value(const ChainManifest& m, const std::filesystem::path& di
 }  // namespace
 
 ChainSink::ChainSink(std::shared_ptr<LineSink> inner, ChainMode mode, std::optional<ChainKey> key)
-    : inner_(std::move(inner)), mode_(mode), chain_(mode, std::move(key)),
+    : SinkDecorator(std::move(inner)), mode_(mode), chain_(mode, std::move(key)),
       manifest_(std::make_unique<detail::ChainManifestWriter>())
 {
     if (mode == ChainMode::none)
@@ -131,6 +131,9 @@ AppendResult ChainSink::append(std::string_view key, const Lines& lines) noexcep
         r.records_failed = lines.records;
         return r;
     }
+    const std::size_t sealed_lines = values_of_group_.size() / value_len;
+    if (sealed_lines + bad_in_group(lines, sealed_lines) != lines.records)
+        return append_whole(key, lines, sealed_lines);
     good = std::min(good, lines.records);
     const std::size_t bad = lines.records - good;
     if (good > 0) {
@@ -151,6 +154,40 @@ AppendResult ChainSink::append(std::string_view key, const Lines& lines) noexcep
     r.records_failed = std::min<std::uint64_t>(r.records_failed, good - written) + bad;
     r.records_unknown = lines.records - r.records_written - r.records_failed;
     if (bad > 0 && !r.ec) r.ec = std::make_error_code(std::errc::invalid_argument);
+    return r;
+}
+
+std::size_t ChainSink::bad_in_group(const Lines& lines, std::size_t sealed_lines) noexcept
+{
+    std::size_t n = 0;
+    for (const char c : lines.bytes) n += c == '\n';
+    if (!lines.bytes.empty() && lines.bytes.back() != '\n') ++n;
+    return n - sealed_lines;
+}
+
+// A group whose lines are not one per record (an OtlpSink's: one LogsData line holding the
+// group's records): written whole or not at all, the value advancing past its last line only
+// when every record landed.
+AppendResult ChainSink::append_whole(std::string_view key, const Lines& lines,
+                                     std::size_t sealed_lines) noexcept
+{
+    AppendResult r;
+    if (sealed_lines * value_len != values_of_group_.size() || bad_in_group(lines, sealed_lines) > 0 ||
+        sealed_lines == 0) {
+        r.ec = std::make_error_code(std::errc::invalid_argument);
+        r.records_failed = lines.records;
+        return r;
+    }
+    in_append_ = true;
+    r = inner_->append(key, Lines{sealed_, lines.records, lines.sanitized});
+    in_append_ = false;
+    if (r.records_written == lines.records) {
+        try {
+            latest_.assign(values_of_group_, (sealed_lines - 1) * value_len, value_len);
+            values_[std::string(key)] = latest_;
+        } catch (...) {
+        }
+    }
     return r;
 }
 

@@ -8,7 +8,7 @@
 namespace jsonlw {
 
 OtlpSink::OtlpSink(std::shared_ptr<LineSink> inner, OtlpOptions opts)
-    : inner_(std::move(inner)), opts_(std::move(opts))
+    : SinkDecorator(std::move(inner)), opts_(std::move(opts))
 {
 }
 

@@ -6,7 +6,7 @@
 #pragma once
 
 #include <jsonlw/line_chain.hpp>
-#include <jsonlw/sinks/line_sink.hpp>
+#include <jsonlw/sinks/sink_decorator.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -29,7 +29,7 @@ class ChainManifestWriter;
 // written (a prefix of the group): a line that failed is sealed again, from the same value,
 // when it is retried — or never appears. A line that is not one JSON object is counted
 // failed (logged once per run) and the rest of its group is written.
-class ChainSink final : public LineSink {
+class ChainSink final : public SinkDecorator {
 public:
     // Throws std::invalid_argument for ChainMode::none, hmac_sha256 without a key, or a key
     // in another mode.
@@ -43,30 +43,21 @@ public:
     // whose on_file_event reaches this sink first, then the one given.
     std::error_code start(const SinkContext& ctx) override;
     AppendResult append(std::string_view key, const Lines& lines) noexcept override;
-    void after_batch() noexcept override { inner_->after_batch(); }
-    std::error_code sync() noexcept override { return inner_->sync(); }
-    std::error_code reopen() noexcept override { return inner_->reopen(); }
-    std::optional<std::chrono::steady_clock::time_point> next_tick() const noexcept override
-    {
-        return inner_->next_tick();
-    }
-    void tick() noexcept override { inner_->tick(); }
     void close(bool durable) noexcept override;
-    void close_abandoned() noexcept override { inner_->close_abandoned(); }
-    std::vector<std::filesystem::path> files() const override { return inner_->files(); }
-    std::string describe(std::string_view key) const override { return inner_->describe(key); }
 
     // The writer's most recent chain value (64 '0's before any line): I/O thread.
     const std::string& last() const noexcept { return latest_; }
     // Lines refused because they were not one JSON object; manifest events not written.
     std::uint64_t bad_lines() const noexcept { return bad_lines_; }
     std::uint64_t manifest_failures() const noexcept;
-    const std::shared_ptr<LineSink>& inner() const noexcept { return inner_; }
 
 private:
     void on_file_event(const FileEvent& e) noexcept;
+    // Lines of `lines` that were not sealed (not one JSON object).
+    static std::size_t bad_in_group(const Lines& lines, std::size_t sealed_lines) noexcept;
+    AppendResult append_whole(std::string_view key, const Lines& lines,
+                              std::size_t sealed_lines) noexcept;
 
-    const std::shared_ptr<LineSink> inner_;
     ChainMode mode_ = ChainMode::none;
     LineChain chain_;
     SinkContext ctx_;

@@ -6,7 +6,7 @@
 
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/otlp_options.hpp>
-#include <jsonlw/sinks/line_sink.hpp>
+#include <jsonlw/sinks/sink_decorator.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -21,33 +21,18 @@ class OtlpLogsEncoder;
 // the rest on its I/O thread); owns its encoder and the buffer the OTLP line is built in, and
 // shares the sink it wraps. What the wrapped sink reports for the one OTLP line is what the
 // writer counts for the group's records.
-class OtlpSink final : public LineSink {
+class OtlpSink final : public SinkDecorator {
 public:
     OtlpSink(std::shared_ptr<LineSink> inner, OtlpOptions opts);
     ~OtlpSink() override;
 
     std::error_code start(const SinkContext& ctx) override;
     AppendResult append(std::string_view key, const Lines& lines) noexcept override;
-    void after_batch() noexcept override { inner_->after_batch(); }
-    std::error_code sync() noexcept override { return inner_->sync(); }
-    std::error_code reopen() noexcept override { return inner_->reopen(); }
-    std::optional<std::chrono::steady_clock::time_point> next_tick() const noexcept override
-    {
-        return inner_->next_tick();
-    }
-    void tick() noexcept override { inner_->tick(); }
-    void close(bool durable) noexcept override { inner_->close(durable); }
-    void close_abandoned() noexcept override { inner_->close_abandoned(); }
-    std::vector<std::filesystem::path> files() const override { return inner_->files(); }
-    std::string describe(std::string_view key) const override { return inner_->describe(key); }
-
-    const std::shared_ptr<LineSink>& inner() const noexcept { return inner_; }
     // Lines that were not a JSON object, carried as a string body (any thread after close;
     // the I/O thread before).
     std::uint64_t malformed_bodies() const noexcept;
 
 private:
-    std::shared_ptr<LineSink> inner_;
     OtlpOptions opts_;
     std::unique_ptr<detail::OtlpLogsEncoder> encoder_;
     LineBuffer buf_;
