@@ -20,6 +20,19 @@ namespace bench {
 
 using jsonlw::Overflow;
 
+jsonlw::RawOutputRecord raw_output_record(const RawOutputShape& o)
+{
+    jsonlw::RawOutputRecord rec;
+    rec.request_id = raw_output_first_id;
+    rec.started_at = rec.finished_at = jsonlw::WallClock::now();
+    rec.streaming = true;
+    rec.frames_text = o.text;
+    for (std::size_t j = 1; j <= 4; ++j)
+        if (o.text_at[j] > o.text_at[j - 1]) rec.frame_ends.push_back(o.text_at[j]);
+    rec.token_ids = o.tokens;
+    return rec;
+}
+
 void feed_output(jsonlw::RawOutputWriter& w, const RawOutputShape& o, std::uint64_t id)
 {
     for (std::size_t j = 0; j < 4; ++j) {

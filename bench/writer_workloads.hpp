@@ -26,6 +26,9 @@ struct RawOutputShape {
 
 constexpr std::uint64_t raw_output_first_id = 1'000'000'000;  // fixed-width ids
 
+// The record the writer's hook builds from the output's 4 chunks (for serialize() alone).
+jsonlw::RawOutputRecord raw_output_record(const RawOutputShape& o);
+
 // The hook calls one output takes: 3 chunks, then the final one.
 void feed_output(jsonlw::RawOutputWriter& w, const RawOutputShape& o, std::uint64_t id);
 

@@ -98,14 +98,7 @@ void otlp_cost_scenario(const Config& cfg, Report& report)
     const WriterWorkload raw_out = raw_output_workload(1024, cfg.dir);
     jsonlw::RawOutputRecord raw_rec;
     if (raw_out.problem.empty()) {
-        const auto& o = *static_cast<const RawOutputShape*>(raw_out.records.get());
-        raw_rec.request_id = raw_output_first_id;
-        raw_rec.started_at = raw_rec.finished_at = jsonlw::WallClock::now();
-        raw_rec.streaming = true;
-        raw_rec.frames_text = o.text;
-        for (std::size_t j = 1; j <= 4; ++j)
-            if (o.text_at[j] > o.text_at[j - 1]) raw_rec.frame_ends.push_back(o.text_at[j]);
-        raw_rec.token_ids = o.tokens;
+        raw_rec = raw_output_record(*static_cast<const RawOutputShape*>(raw_out.records.get()));
         cases.push_back({"RawOutputWriter, a ~1 KiB output",
                          [&raw_rec](jsonlw::JsonLine& l) { jsonlw::serialize_raw_output(raw_rec, l); },
                          raw_out.lines.line_bytes});

@@ -318,16 +318,8 @@ double writer_serialize_seconds(const WriterWorkload& wl, std::size_t iterations
         serialize_loop_perf(rec, iterations, buf);
         return thread_cpu_seconds() - t0;
     }
-    const auto& o = *static_cast<const RawOutputShape*>(wl.records.get());
-    // The record the hook builds from the workload's 4 chunks.
-    jsonlw::RawOutputRecord rec;
-    rec.request_id = raw_output_first_id;
-    rec.started_at = rec.finished_at = jsonlw::WallClock::now();
-    rec.streaming = true;
-    rec.frames_text = o.text;
-    for (std::size_t j = 1; j <= 4; ++j)
-        if (o.text_at[j] > o.text_at[j - 1]) rec.frame_ends.push_back(o.text_at[j]);
-    rec.token_ids = o.tokens;
+    const jsonlw::RawOutputRecord rec =
+        raw_output_record(*static_cast<const RawOutputShape*>(wl.records.get()));
     serialize_loop_raw_output(rec, 64, buf);
     const double t0 = thread_cpu_seconds();
     serialize_loop_raw_output(rec, iterations, buf);

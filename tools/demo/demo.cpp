@@ -29,6 +29,7 @@
 #include "demo_kafka.hpp"
 #include "demo_options.hpp"
 #include "demo_summary.hpp"
+#include "demo_writer_options.hpp"
 #include "slow_disk.hpp"
 #include "thread_stats.hpp"
 
@@ -129,9 +130,6 @@ std::string client_traceparent(std::mt19937_64& rng)
 // and the Kafka topics use them as the kind's name).
 constexpr auto& kinds = demo_kinds;
 
-// The OTLP resource's service.name of the three writers (--format otlp).
-constexpr const char* demo_service_name = "jsonlw-demo";
-
 
 class Demo {
 public:
@@ -139,18 +137,18 @@ public:
         : o_(o),
           kafka_(o.kafka ? std::make_unique<KafkaShip>() : nullptr),
           raw_sink_(std::make_shared<PartitionedFileSink>(
-              PartitionedFileSinkOptions{.retention = retention(o)})),
+              PartitionedFileSinkOptions{.retention = demo_retention(o)})),
           trace_sink_(std::make_shared<PartitionedFileSink>(
-              PartitionedFileSinkOptions{.retention = retention(o)})),
+              PartitionedFileSinkOptions{.retention = demo_retention(o)})),
           perf_sink_(std::make_shared<FileSink>(FileSinkOptions{
               .rotate_bytes = o.rotate_bytes,
               .rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms),
-              .retention = retention(o)})),
-          raw_(loop_.get_executor(), raw_options(o, file_io(), kafka_.get(), raw_sink_)),
-          trace_(loop_.get_executor(), trace_options(o, file_io(), kafka_.get(), trace_sink_)),
+              .retention = demo_retention(o)})),
+          raw_(loop_.get_executor(), demo_raw_options(o, file_io(), kafka_.get(), raw_sink_)),
+          trace_(loop_.get_executor(), demo_trace_options(o, file_io(), kafka_.get(), trace_sink_)),
           perf_(loop_.get_executor(), o.out / "perf_metrics", "server",
-                perf_options(o, file_io(), kafka_.get(), perf_sink_)),
-          config_(stage_config(o)),
+                demo_perf_options(o, file_io(), kafka_.get(), perf_sink_)),
+          config_(demo_stage_config(o)),
           stage_(snap::SnapshotStage::create(
               config_, o.backend,
               snap::post_batches(loop_.get_executor(),
@@ -215,86 +213,6 @@ private:
     {
         if (!o_.slow_disk_us) return nullptr;
         return std::make_shared<SlowDisk>(nullptr, std::chrono::microseconds(o_.slow_disk_us));
-    }
-
-    static snap::SnapshotConfig stage_config(const DemoOptions& o)
-    {
-        snap::SnapshotConfig sc;
-        sc.k = o.top_k;
-        sc.max_rows = int(o.concurrency);
-        sc.max_vocab = int(o.vocab);
-        sc.first_gen = snap::FirstGenMode::float16_compat;
-        sc.max_first_gen_rows_per_step = 8;
-        sc.ring_slots = o.ring_slots;
-        sc.slot_wait = std::chrono::milliseconds(o.stage_wait_ms);
-        sc.cpu_threads = o.stage_threads;
-        sc.cpu_worker_nice = o.stage_nice;
-        return sc;
-    }
-
-    static Retention retention(const DemoOptions& o)
-    {
-        return Retention{.retain_files = std::size_t(o.retain_files),
-                         .retain_bytes = o.retain_bytes,
-                         .retain_age = std::chrono::milliseconds(o.retain_age_ms)};
-    }
-
-    // Each writer's sink is its file sink, teed with the kind's Kafka sink under --kafka.
-    static std::shared_ptr<LineSink> sink_of(KafkaShip* kafka, const char* kind,
-                                             std::shared_ptr<LineSink> files)
-    {
-        return kafka ? kafka->sink(kind, std::move(files)) : std::move(files);
-    }
-
-    static RawOutputOptions raw_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                        KafkaShip* kafka, std::shared_ptr<LineSink> files)
-    {
-        RawOutputOptions r;
-        r.directory = o.out / "raw_output";
-        r.max_pending = o.concurrency * 4 + 64;
-        r.capture = o.capture;
-        r.format = o.format;
-        r.otlp.service_name = demo_service_name;
-        r.queue_capacity = o.writer_queue ? o.writer_queue : 4096;
-        r.file_io = std::move(io);
-        r.envelope = o.envelope;
-        r.sink = sink_of(kafka, "raw_output", std::move(files));
-        r.chain = o.chain;
-        r.chain_key = o.chain_key;
-        return r;
-    }
-
-    static RequestTraceOptions trace_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                             KafkaShip* kafka, std::shared_ptr<LineSink> files)
-    {
-        RequestTraceOptions r;
-        r.directory = o.out / "request_trace";
-        r.capture = o.capture;
-        r.format = o.format;
-        r.otlp.service_name = demo_service_name;
-        if (o.writer_queue) r.queue_capacity = o.writer_queue;
-        r.file_io = std::move(io);
-        r.envelope = o.envelope;
-        r.sink = sink_of(kafka, "request_trace", std::move(files));
-        r.chain = o.chain;
-        r.chain_key = o.chain_key;
-        return r;
-    }
-
-    // Rotation is the perf-metrics writer's alone (its FileSink's options): the other two
-    // write hour folders.
-    static PerfMetricsOptions perf_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                           KafkaShip* kafka, std::shared_ptr<LineSink> files)
-    {
-        PerfMetricsOptions p;  // its queue is TensorRT-LLM's 1024: --writer-queue leaves it
-        p.file_io = std::move(io);
-        p.envelope = o.envelope;
-        p.format = o.format;
-        p.otlp.service_name = demo_service_name;
-        p.sink = sink_of(kafka, "perf_metrics", std::move(files));
-        p.chain = o.chain;
-        p.chain_key = o.chain_key;
-        return p;
     }
 
     // --- the server side (the loop's thread) --------------------------------------------
