@@ -748,3 +748,24 @@ TEST_CASE("A full queue and a close that outlives its timeout are logged in Tens
     const Json side(read_file(w.sidecar_path()));
     check_counts(side, report.stats);
 }
+
+TEST_CASE("A durable request trace refuses format otlp when it is made, naming why",
+          "[request_trace][durable]")
+{
+    boost::asio::io_context io;
+    jsonlw::RequestTraceOptions o;
+    o.directory = std::filesystem::temp_directory_path() / "jsonlw-durable-otlp";
+    o.durable = true;
+    o.format = jsonlw::LineFormat::otlp;
+    try {
+        jsonlw::RequestTraceWriter w(io.get_executor(), o);
+        FAIL("constructed");
+    } catch (const std::invalid_argument& e) {
+        CHECK(std::string(e.what()) ==
+              "request trace: durable mode needs format jsonl (its sidecar verifies record lines)");
+    }
+    CHECK_FALSE(std::filesystem::exists(o.directory));
+    o.durable = false;  // not durable: OTLP is fine
+    jsonlw::RequestTraceWriter w(io.get_executor(), o);
+    CHECK(w.stats().written == 0);
+}
