@@ -43,6 +43,25 @@ def _io(io_context):
     return io_context
 
 
+def _operator_options(format, chain, chain_key):
+    """The operator features' keywords (docs/python.md, "Operator features"), checked for type;
+    the native writer checks their values (ValueError)."""
+    if not isinstance(format, str):
+        raise TypeError("format must be a str ('jsonl' or 'otlp')")
+    if chain is not None and not isinstance(chain, str):
+        raise TypeError("chain must be None or a str ('sha256' or 'hmac-sha256')")
+    if chain_key is not None and not isinstance(chain_key, (str, os.PathLike)):
+        raise TypeError("chain_key must be None or a path")
+    return dict(format=format, chain=chain or "none",
+                chain_key=None if chain_key is None else os.fspath(chain_key))
+
+
+def _capture(capture):
+    if not isinstance(capture, str):
+        raise TypeError("capture must be a str ('full' or 'metadata')")
+    return capture
+
+
 def perf_metrics_line(record):
     """The line (bytes, no newline) PerfMetricsJsonlWriter writes for `record`; ValueError
     for a record it drops as malformed."""
@@ -69,14 +88,16 @@ class PerfMetricsJsonlWriter(WriterBase):
         "Records dropped for any reason but a submit after close (queue full, malformed, "
         "write error, shutdown), as TensorRT-LLM's counter: an int read live, one C call."))
 
-    def __init__(self, output_dir, kind="server", *, io_context=None, durability="none"):
+    def __init__(self, output_dir, kind="server", *, io_context=None, durability="none",
+                 format="jsonl", chain=None, chain_key=None):
         if not isinstance(kind, str):
             raise TypeError(f"kind must be a str, got {type(kind).__name__}")
         if not isinstance(durability, str):
             raise TypeError("durability must be a str")
         self._output_dir = _directory(output_dir, "output_dir")
         native = _native.PerfMetricsWriter(_io(io_context), self._output_dir, kind,
-                                           logger, durability)
+                                           logger, durability,
+                                           **_operator_options(format, chain, chain_key))
         super().__init__(native)
         self.submit = native.fast_submit()  # a builtin: no argument dispatch per record
         self._live_dropped_records = native.dropped_records_source()
@@ -144,7 +165,8 @@ class RawOutputDump(_native.RawOutputHook):
     what a request that ended without final chunks had generated, as a partial record.
     """
 
-    def __init__(self, output_dir=None, *, max_pending=4096, io_context=None):
+    def __init__(self, output_dir=None, *, max_pending=4096, io_context=None, capture="full",
+                 format="jsonl", chain=None, chain_key=None):
         global _warned_disabled
         if output_dir is None:
             output_dir = os.environ.get(RAW_OUTPUT_DIR_ENV, "")
@@ -160,7 +182,9 @@ class RawOutputDump(_native.RawOutputHook):
         log = logger if (self._output_dir or not _warned_disabled) else quiet
         if not self._output_dir:
             _warned_disabled = True  # the C++ writer warns once per process that builds it
-        self._native = _native.RawOutputWriter(_io(io_context), self._output_dir, log, max_pending)
+        self._native = _native.RawOutputWriter(_io(io_context), self._output_dir, log, max_pending,
+                                               capture=_capture(capture),
+                                               **_operator_options(format, chain, chain_key))
         self._live_dropped = self._native.dropped_source()
         self._inherited = False
         self._closed = False
@@ -260,7 +284,8 @@ class RequestTraceWriter(WriterBase):
         "Records dropped for any reason but a submit after close, as TensorRT-LLM's counter: "
         "an int read live, one C call."))
 
-    def __init__(self, output_dir=None, *, durable=False, writer_suffix=None, io_context=None):
+    def __init__(self, output_dir=None, *, durable=False, writer_suffix=None, io_context=None,
+                 capture="full", format="jsonl", chain=None, chain_key=None):
         if output_dir is None:
             output_dir = os.environ.get(REQUEST_TRACE_DIR_ENV, "")
         self._output_dir = _directory(output_dir, "output_dir")
@@ -269,7 +294,8 @@ class RequestTraceWriter(WriterBase):
         if writer_suffix is not None and not isinstance(writer_suffix, str):
             raise TypeError("writer_suffix must be a str or None")
         native = _native.RequestTraceWriter(_io(io_context), self._output_dir, logger,
-                                            durable, writer_suffix)
+                                            durable, writer_suffix, capture=_capture(capture),
+                                            **_operator_options(format, chain, chain_key))
         super().__init__(native)
         self.submit = None
         self._live_dropped_records = native.dropped_records_source()

@@ -6,6 +6,7 @@
 // and counts it (dropped.malformed) and logs "Dropped malformed performance metrics record:
 // <why>", exactly where a record that fails the _jsonl_record rules is.
 #include "dict_shape.hpp"
+#include "operator_options.hpp"
 #include "writer_box.hpp"
 
 #include <jsonlw/perf_metrics_writer.hpp>
@@ -435,7 +436,8 @@ void register_perf_metrics(py::module_& m)
     py::class_<Box, std::shared_ptr<Box>> cls(m, "PerfMetricsWriter",
         "jsonlw::PerfMetricsWriter (the C++ writer), fed with TensorRT-LLM's internal records.");
     cls.def(py::init([](std::shared_ptr<IoContext> io, std::string directory, std::string kind,
-                        py::object logger, std::string durability) {
+                        py::object logger, std::string durability, std::string format,
+                        std::string chain, std::optional<std::string> chain_key) {
                 auto logs = std::make_shared<LogQueue>();
                 auto box = std::make_shared<Box>(io, logs, logger);
                 PerfMetricsOptions extra;
@@ -448,6 +450,7 @@ void register_perf_metrics(py::module_& m)
                 else
                     throw py::value_error("durability must be 'none', 'fsync_batch' or "
                                           "'fsync_interval', got '" + durability + "'");
+                apply_format_and_chain(extra, format, chain, chain_key);
                 try {
                     box->set(std::make_shared<PerfMetricsWriter>(io->executor(), directory, kind,
                                                                  std::move(extra)));
@@ -457,7 +460,8 @@ void register_perf_metrics(py::module_& m)
                 return box;
             }),
             py::arg("io"), py::arg("directory"), py::arg("kind"), py::arg("logger"),
-            py::arg("durability") = "none");
+            py::arg("durability") = "none", py::arg("format") = "jsonl",
+            py::arg("chain") = "none", py::arg("chain_key") = py::none());
     cls.def("submit", [](Box& b, py::handle record) {
         // Inert or closed: refused (and counted, when closed) without reading the record.
         SubmitResult r = b.writer().enabled() ? b.writer().submit(perf_metrics_record(record.ptr()))

@@ -4,6 +4,7 @@
 // which stay alive and immutable for the call — and handed to on_chunk(). The writer queues
 // finished records; serialization and appends run on its I/O thread. A chunk that cannot be
 // read is counted in bad_chunks (and logged, rate-limited) and never raises.
+#include "operator_options.hpp"
 #include "raw_box.hpp"
 #include "raw_chunk.hpp"
 
@@ -199,7 +200,8 @@ void register_raw_output(py::module_& m)
     py::class_<RawBox, std::shared_ptr<RawBox>> cls(m, "RawOutputWriter",
         "jsonlw::RawOutputWriter (the C++ writer) behind the post-processor hook.");
     cls.def(py::init([](std::shared_ptr<IoContext> io, std::string directory, py::object logger,
-                        std::size_t max_pending) {
+                        std::size_t max_pending, std::string capture, std::string format,
+                        std::string chain, std::optional<std::string> chain_key) {
                 if (max_pending == 0) throw py::value_error("max_pending must be at least 1");
                 auto logs = std::make_shared<LogQueue>();
                 auto box = std::make_shared<RawBox>(io, logs, logger);
@@ -207,12 +209,16 @@ void register_raw_output(py::module_& m)
                 o.directory = directory;
                 o.max_pending = max_pending;
                 o.log = logs->sink();
+                o.capture = capture_arg(capture);
+                apply_format_and_chain(o, format, chain, chain_key);
                 box->set(std::make_shared<RawOutputWriter>(io->executor(), std::move(o)));
                 box->emit_logs();
                 return box;
             }),
             py::arg("io"), py::arg("directory"), py::arg("logger"),
-            py::arg("max_pending") = 4096);
+            py::arg("max_pending") = 4096, py::arg("capture") = "full",
+            py::arg("format") = "jsonl", py::arg("chain") = "none",
+            py::arg("chain_key") = py::none());
     // Makes `hook` (a RawOutputHook) record into this writer and answer with emit(text_diff).
     // `action_type`: jsonlw's HookAction (a tuple subclass built directly), or None to call
     // `emit`.

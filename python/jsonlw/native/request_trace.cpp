@@ -4,6 +4,7 @@
 // thread with the GIL held; redaction, session sanitizing, body validation and timestamps
 // happen when the writer serializes (I/O thread, no GIL). A dict that cannot be read is
 // queued marked malformed: dropped, counted (dropped.malformed) and logged by the writer.
+#include "operator_options.hpp"
 #include "writer_box.hpp"
 
 #include <jsonlw/request_trace_writer.hpp>
@@ -217,7 +218,9 @@ void register_request_trace(py::module_& m)
     py::class_<Box, std::shared_ptr<Box>> cls(m, "RequestTraceWriter",
         "jsonlw::RequestTraceWriter (the C++ writer): request and response lines.");
     cls.def(py::init([](std::shared_ptr<IoContext> io, std::string directory, py::object logger,
-                        bool durable, std::optional<std::string> writer_suffix) {
+                        bool durable, std::optional<std::string> writer_suffix,
+                        std::string capture, std::string format, std::string chain,
+                        std::optional<std::string> chain_key) {
                 auto logs = std::make_shared<LogQueue>();
                 auto box = std::make_shared<Box>(io, logs, logger);
                 RequestTraceOptions o;
@@ -225,6 +228,8 @@ void register_request_trace(py::module_& m)
                 o.durable = durable;
                 o.writer_suffix = writer_suffix;
                 o.log = logs->sink();
+                o.capture = capture_arg(capture);
+                apply_format_and_chain(o, format, chain, chain_key);
                 try {
                     box->set(std::make_shared<RequestTraceWriter>(io->executor(), std::move(o)));
                 } catch (const std::invalid_argument& e) {
@@ -233,7 +238,9 @@ void register_request_trace(py::module_& m)
                 return box;
             }),
             py::arg("io"), py::arg("directory"), py::arg("logger"), py::arg("durable") = false,
-            py::arg("writer_suffix") = py::none());
+            py::arg("writer_suffix") = py::none(), py::arg("capture") = "full",
+            py::arg("format") = "jsonl", py::arg("chain") = "none",
+            py::arg("chain_key") = py::none());
     cls.def("record_request", [](Box& b, py::handle d) {
         SubmitResult r = b.writer().record_request(
             read_or_mark<RequestTrace>(d.ptr(), read_request));
