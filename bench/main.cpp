@@ -36,8 +36,8 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
   --records N      throughput: records per run of 250 B (default 2000000; --quick 20000);
                    larger records fill the same bytes
   --scenario NAME  run only these (repeatable, or several names): throughput, serializers,
-                   submit, overload, drain, file-check, serialization, otlp-cost, snapshot,
-                   snapshot-rows, report, serving-overload, chain
+                   submit, overload, drain, file-check, serialization, otlp-cost,
+                   record-features, snapshot, snapshot-rows, report, serving-overload, chain
   --pairs N        measured rounds after the warm-up (default 5)
 
 The table goes to stdout, progress to stderr. Exit status 1 when a run failed a check
@@ -46,9 +46,9 @@ The table goes to stdout, progress to stderr. Exit status 1 when a run failed a 
 
 const std::vector<std::string> all_scenarios = {"overload", "throughput", "serializers",
                                                 "submit", "drain", "file-check",
-                                                "serialization", "otlp-cost", "snapshot",
-                                                "snapshot-rows", "report", "serving-overload",
-                                                "chain"};
+                                                "serialization", "otlp-cost", "record-features",
+                                                "snapshot", "snapshot-rows", "report",
+                                                "serving-overload", "chain"};
 
 std::string read_first(const char* path, const std::string& prefix)
 {
@@ -217,6 +217,7 @@ int main(int argc, char** argv)
     if (wanted("file-check")) bench::file_check_scenario(cfg, report);
     if (wanted("serialization")) bench::serialization_scenario(cfg, report);
     if (wanted("otlp-cost")) bench::otlp_cost_scenario(cfg, report);
+    if (wanted("record-features")) bench::record_features_scenario(cfg, report);
     if (wanted("snapshot")) bench::snapshot_scenario(cfg, report);
     if (wanted("snapshot-rows")) bench::snapshot_rows_scenario(cfg, report);
     if (wanted("report")) bench::report_scenario(cfg, report);

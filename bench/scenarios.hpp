@@ -30,6 +30,9 @@ void file_check_scenario(const Config& cfg, Report& report);
 void serialization_scenario(const Config& cfg, Report& report);
 // LineFormat::otlp next to JSON Lines: serialize() alone vs serialize() + OtlpSink, per record.
 void otlp_cost_scenario(const Config& cfg, Report& report);
+// A trace context on the perf-metrics and raw-output records, capture = metadata on the raw
+// output: serialize() off vs on, per record.
+void record_features_scenario(const Config& cfg, Report& report);
 // The snapshot stage's CPU backend: rows/s and GB/s of logits read, next to memcpy.
 void snapshot_scenario(const Config& cfg, Report& report);
 // The CPU backend's row kernel on one thread: reference_row, fast_row per SIMD path, a read

@@ -1,8 +1,9 @@
 // The otlp-cost scenario: what LineFormat::otlp costs per record next to the JSON Lines
 // encoding it starts from — the same records serialized in batches of 64 (as serialize_batch()
 // does), then, for OTLP, the batch handed to an OtlpSink in front of a sink that discards it.
-// Thread CPU time; both variants alternate (docs/benchmarks.md, "Cost of the operator
-// features").
+// Thread CPU time; both variants alternate (docs/benchmarks.md, "OTLP JSON Lines: what it
+// costs per record").
+#include "encode_loop.hpp"
 #include "runs.hpp"
 #include "scenarios.hpp"
 #include "side_by_side.hpp"
@@ -14,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include <time.h>
 #include <unistd.h>
 
 #include <functional>
@@ -22,13 +22,6 @@
 namespace bench {
 
 namespace {
-
-double cpu_seconds() noexcept
-{
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 // Takes every line and drops it, counted written: the OTLP step alone, no I/O.
 class DiscardSink final : public jsonlw::LineSink {
@@ -44,27 +37,6 @@ public:
     }
     std::uint64_t bytes = 0;
 };
-
-// `iterations` records built by `one` in batches of 64; each full batch goes to `otlp` when
-// given. Returns thread CPU seconds.
-[[gnu::noinline]] double encode_seconds(const std::function<void(jsonlw::JsonLine&)>& one,
-                                        std::size_t iterations, jsonlw::OtlpSink* otlp)
-{
-    jsonlw::LineBuffer buf;
-    const double t0 = cpu_seconds();
-    std::size_t in_batch = 0;
-    for (std::size_t i = 0; i < iterations; ++i) {
-        jsonlw::JsonLine line(buf);
-        one(line);
-        buf.push_back('\n');
-        if (++in_batch == 64 || i + 1 == iterations) {
-            if (otlp) otlp->append("", jsonlw::Lines{std::string_view(buf.data(), buf.size()), in_batch, 0});
-            buf.clear();
-            in_batch = 0;
-        }
-    }
-    return cpu_seconds() - t0;
-}
 
 }  // namespace
 
@@ -106,8 +78,9 @@ void otlp_cost_scenario(const Config& cfg, Report& report)
 
     for (const Case& c : cases) {
         std::vector<Variant<double>> variants = {
-            {"JSON Lines: serialize()", [&] { return ns(encode_seconds(c.one, n, nullptr)); }},
-            {"OTLP: serialize() + OtlpSink", [&] { return ns(encode_seconds(c.one, n, &otlp)); }},
+            {"JSON Lines: serialize()", [&] { return ns(encode_seconds(c.one, n)); }},
+            {"OTLP: serialize() + OtlpSink",
+             [&] { return ns(encode_seconds(c.one, n, [&](const jsonlw::Lines& l) { otlp.append("", l); })); }},
         };
         auto results = alternate<double>(cfg, "otlp " + c.label, variants,
                                          [](double x) { return fmt::format("{:.0f} ns", x); });
