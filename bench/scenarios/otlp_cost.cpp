@@ -91,23 +91,14 @@ void otlp_cost_scenario(const Config& cfg, Report& report)
                                 c.label, c.line_bytes, human(static_cast<double>(n)));
         sec.params = {{"record_bytes", static_cast<double>(c.line_bytes)},
                       {"iterations", static_cast<double>(n)}};
-        for (std::size_t v = 0; v < variants.size(); ++v) {
-            Row row;
-            row.variant = variants[v].name;
-            row.unit = "ns/record";
-            row.higher_is_better = false;
-            row.values.v = results[v];
-            sec.rows.push_back(row);
-        }
+        sec.rows = ns_per_record_rows({variants[0].name, variants[1].name}, results);
         // OTLP's cost as a multiple of JSON Lines', pair by pair.
-        Series cost;
-        for (std::size_t i = 0; i < results[0].size() && i < results[1].size(); ++i)
-            cost.v.push_back(results[1][i] / results[0][i]);
+        const Series cost = pair_ratios(sec.rows[0].values, sec.rows[1].values, false);
         sec.rows[1].ratio = cost;
         sec.rows[1].note = "ratio: OTLP cost / JSON Lines cost (goal <= 2.0)";
-        sec.notes.push_back("OTLP = the same serialize() plus the OTLP step: each line parsed "
-                            "(simdjson DOM) and rewritten as a log record with a kvlistValue "
-                            "body, one LogsData line per batch; the sink discards it (no I/O)");
+        sec.notes.push_back("OTLP = the same serialize() plus the OTLP step: each line scanned "
+                            "once and rewritten as a log record with a kvlistValue body, one "
+                            "LogsData line per batch; the sink discards it (no I/O)");
         report.goals.push_back(make_goal("OTLP encoding cost / JSON Lines encoding cost, " + c.label,
                                          "<=", 2.0, cost.median(), "x", ""));
         report.sections.push_back(std::move(sec));

@@ -77,18 +77,8 @@ void record_features_scenario(const Config& cfg, Report& report)
                                 "time",
                                 c.title, human(static_cast<double>(n)));
         sec.params = {{"iterations", static_cast<double>(n)}};
-        for (std::size_t v = 0; v < variants.size(); ++v) {
-            Row row;
-            row.variant = variants[v].name;
-            row.unit = "ns/record";
-            row.higher_is_better = false;
-            row.values.v = results[v];
-            sec.rows.push_back(row);
-        }
-        Series cost;
-        for (std::size_t i = 0; i < results[0].size() && i < results[1].size(); ++i)
-            cost.v.push_back(results[1][i] / results[0][i]);
-        sec.rows[1].ratio = cost;
+        sec.rows = ns_per_record_rows({variants[0].name, variants[1].name}, results);
+        sec.rows[1].ratio = pair_ratios(sec.rows[0].values, sec.rows[1].values, false);
         sec.rows[1].note = "ratio: on / off";
         report.sections.push_back(std::move(sec));
     }

@@ -67,6 +67,22 @@ inline Series pair_ratios(const Series& a, const Series& b, bool higher)
     return s;
 }
 
+// One row per variant of a lower-is-better ns/record cell, in the variants' order.
+inline std::vector<Row> ns_per_record_rows(const std::vector<std::string>& names,
+                                           const std::vector<std::vector<double>>& results)
+{
+    std::vector<Row> rows;
+    for (std::size_t v = 0; v < names.size() && v < results.size(); ++v) {
+        Row row;
+        row.variant = names[v];
+        row.unit = "ns/record";
+        row.higher_is_better = false;
+        row.values.v = results[v];
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
 template <class Result>
 std::string first_problem(const std::vector<Result>& rs)
 {
