@@ -1,5 +1,9 @@
 #include <jsonlw/json_line.hpp>
 
+#include <jsonlw/detail/otlp_record_form.hpp>
+
+#include "line_bytes.hpp"
+
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
@@ -53,121 +57,12 @@ std::size_t utf8_sequence(const unsigned char* s, std::size_t avail, std::size_t
 
 void append(LineBuffer& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
 
-// Room for n more bytes at the end of `out`; the caller writes them and calls commit().
-// Growing is kept out of line, so the common path saves no registers.
-[[gnu::noinline]] void grow(LineBuffer& out, std::size_t capacity) { out.try_reserve(capacity); }
-[[gnu::always_inline]] inline char* reserve(LineBuffer& out, std::size_t n)
-{
-    const std::size_t need = out.size() + n;
-    if (need > out.capacity()) [[unlikely]]
-        grow(out, need);
-    return out.data() + out.size();
-}
-[[gnu::always_inline]] inline void commit(LineBuffer& out, const char* end) noexcept
-{
-    const auto size = static_cast<std::size_t>(end - out.data());
-    if (size > out.capacity()) __builtin_unreachable();  // within what reserve() made room for
-    out.try_resize(size);
-}
+using detail::commit;
+using detail::copy_short;
+using detail::reserve;
+using detail::write_short_decimal;
+using detail::write_uint;
 
-constexpr char digit_pairs[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-// Copies n bytes with a few fixed-size moves (the keys and numbers here are short), reading
-// and writing only [src, src + n) and [dst, dst + n).
-inline void copy_short(char* dst, const char* src, std::size_t n) noexcept
-{
-    if (n >= 8) {
-        if (n > 32) {
-            std::memcpy(dst, src, n);
-        } else if (n > 16) {
-            std::memcpy(dst, src, 16);
-            std::memcpy(dst + n - 16, src + n - 16, 16);
-        } else {
-            std::memcpy(dst, src, 8);
-            std::memcpy(dst + n - 8, src + n - 8, 8);
-        }
-    } else if (n >= 4) {
-        std::memcpy(dst, src, 4);
-        std::memcpy(dst + n - 4, src + n - 4, 4);
-    } else if (n > 0) {
-        dst[0] = src[0];
-        dst[n / 2] = src[n / 2];
-        dst[n - 1] = src[n - 1];
-    }
-}
-
-template <class U>
-[[gnu::always_inline]] inline unsigned count_digits(U v) noexcept
-{
-    unsigned n = 1;
-    for (;;) {
-        if (v < 10) return n;
-        if (v < 100) return n + 1;
-        if (v < 1000) return n + 2;
-        if (v < 10000) return n + 3;
-        v /= 10000;
-        n += 4;
-    }
-}
-
-// Writes v in decimal at p; returns the end. (A 32-bit U divides faster.)
-template <class U>
-[[gnu::always_inline]] inline char* write_uint(char* p, U v) noexcept
-{
-    char* const end = p + count_digits(v);
-    char* q = end;
-    while (v >= 100) {
-        q -= 2;
-        std::memcpy(q, digit_pairs + 2 * (v % 100), 2);
-        v /= 100;
-    }
-    if (v >= 10) std::memcpy(q - 2, digit_pairs + 2 * v, 2);
-    else q[-1] = static_cast<char>('0' + v);
-    return end;
-}
-
-// The shortest round-trip form of d, as fmt's "{}" spells it plus Python's ".0", for doubles
-// with at most 6 decimals and 1e-4 <= |d| < 2^51 / 10^6 (timestamps in seconds, durations
-// in ms): the usual values, without Dragonbox. Returns nullptr for any other d (use fmt).
-//
-// Why it is exact: m = round(|d| * 10^6) is checked by m / 10^6 == |d| (both exact, one
-// correctly rounded division), so the decimal m * 10^-6 reads back as d. Below 2^51 the
-// interval of reals that round to d is narrower than 10^-6 / 2, so m is the only decimal with
-// at most 6 decimals that does; the shortest form is therefore m without its trailing zeros,
-// the digits Dragonbox finds, and |d| >= 1e-4 is where fmt writes them in fixed notation.
-[[gnu::always_inline]] inline char* write_short_decimal(char* p, double d) noexcept
-{
-    const bool neg = std::signbit(d);
-    const double a = neg ? -d : d;
-    if (!(a >= 1e-4 && a < 2251799813.0) && a != 0.0) return nullptr;
-    const auto m = static_cast<std::int64_t>(a * 1e6 + 0.5);
-    if (static_cast<double>(m) / 1e6 != a) return nullptr;
-    const auto whole = static_cast<std::uint32_t>(static_cast<std::uint64_t>(m) / 1000000);
-    const auto frac = static_cast<std::uint32_t>(m - std::int64_t{whole} * 1000000);
-    if (neg) *p++ = '-';
-    p = write_uint(p, whole);
-    *p++ = '.';
-    if (frac == 0) {
-        *p++ = '0';
-        return p;
-    }
-    // The 6 decimals as one word (first digit in the lowest byte), built in a register and
-    // stored whole; the end moves past them less their trailing zeros (the highest '0's).
-    static_assert(std::endian::native == std::endian::little);
-    const auto pair = [](std::uint32_t v) {
-        std::uint16_t two;
-        std::memcpy(&two, digit_pairs + 2 * v, 2);
-        return std::uint64_t{two};
-    };
-    const std::uint64_t word =
-        pair(frac / 10000) | pair(frac / 100 % 100) << 16 | pair(frac % 100) << 32;
-    const std::uint64_t nonzero = (word ^ 0x0000303030303030ull) << 16;  // frac != 0: not 0
-    std::memcpy(p, &word, 8);
-    return p + 6 - std::countl_zero(nonzero) / 8;
-}
 
 // The first byte at or after i that is not copied as is (byte_class != 0: < 0x20, '"', '\\',
 // >= 0x80), or n; 8 bytes at a time. A borrow in the word arithmetic only runs upwards from a
@@ -207,6 +102,19 @@ void append_bytes(LineBuffer& out, const char* data, std::size_t n)
 
 }  // namespace
 
+JsonLine::JsonLine(LineBuffer& out, detail::OtlpRecordForm* otlp) noexcept
+    : out_(&out), start_(out.size()), form_(otlp)
+{
+    if (otlp) otlp->begin_record(*this);
+}
+
+JsonLine& JsonLine::otlp_key(std::string_view name, bool needs_no_escape)
+{
+    last_key_ = name;
+    if (otlp_->key(*this, name, needs_no_escape)) return *this;
+    return key(name);  // not in OTLP mode any more
+}
+
 void JsonLine::separate()
 {
     if (need_comma_) out_->push_back(',');
@@ -214,6 +122,8 @@ void JsonLine::separate()
 
 JsonLine& JsonLine::begin_object()
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->begin_object(*this)) return *this;
     separate();
     out_->push_back('{');
     need_comma_ = false;
@@ -221,12 +131,16 @@ JsonLine& JsonLine::begin_object()
 }
 JsonLine& JsonLine::end_object()
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->end_object(*this)) return *this;
     out_->push_back('}');
     need_comma_ = true;
     return *this;
 }
 JsonLine& JsonLine::begin_array()
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->begin_array(*this)) return *this;
     separate();
     out_->push_back('[');
     need_comma_ = false;
@@ -234,12 +148,16 @@ JsonLine& JsonLine::begin_array()
 }
 JsonLine& JsonLine::end_array()
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->end_array(*this)) return *this;
     out_->push_back(']');
     need_comma_ = true;
     return *this;
 }
 JsonLine& JsonLine::key(std::string_view name)
 {
+    if (otlp_) [[unlikely]]
+        return otlp_key(name, plain(name));
     if (plain(name)) {
         plain_key(name);
     } else {
@@ -264,6 +182,8 @@ void JsonLine::plain_key(std::string_view name)
 }
 JsonLine& JsonLine::string(std::string_view s)
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->string(*this, s)) return *this;
     separate();
     append_escaped(s);
     need_comma_ = true;
@@ -271,6 +191,8 @@ JsonLine& JsonLine::string(std::string_view s)
 }
 JsonLine& JsonLine::value(bool b)
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->boolean(*this, b)) return *this;
     separate();
     append(*out_, b ? std::string_view("true") : std::string_view("false"));
     need_comma_ = true;
@@ -278,6 +200,8 @@ JsonLine& JsonLine::value(bool b)
 }
 JsonLine& JsonLine::null()
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->null(*this)) return *this;
     separate();
     append(*out_, "null");
     need_comma_ = true;
@@ -310,6 +234,8 @@ JsonLine& JsonLine::value(double d)
 {
     if (!std::isfinite(d)) [[unlikely]]
         non_finite(d);
+    if (otlp_) [[unlikely]]
+        if (otlp_->number(*this, d)) return *this;
     char* p = reserve(*out_, 32);  // ',' '-' 10 digits '.' 8 bytes of decimals
     if (need_comma_) *p++ = ',';
     need_comma_ = true;
@@ -319,6 +245,14 @@ JsonLine& JsonLine::value(double d)
 
 JsonLine& JsonLine::plain_field(std::string_view name, double d)
 {
+    if (otlp_) [[unlikely]] {
+        last_key_ = name;
+        if (!std::isfinite(d)) [[unlikely]]
+            non_finite(d);
+        if (otlp_->number_field(*this, name, d)) return *this;
+        otlp_key(name, true);
+        return value(d);
+    }
     last_key_ = name;
     if (!std::isfinite(d)) [[unlikely]]
         non_finite(d);
@@ -336,6 +270,11 @@ JsonLine& JsonLine::plain_field(std::string_view name, double d)
 
 JsonLine& JsonLine::plain_field(std::string_view name, std::int64_t v)
 {
+    if (otlp_) [[unlikely]] {
+        if (otlp_->integer_field(*this, name, v)) return *this;
+        otlp_key(name, true);
+        return integer(v);
+    }
     char* p = reserve(*out_, name.size() + 26);
     if (need_comma_) *p++ = ',';
     *p++ = '"';
@@ -369,6 +308,8 @@ JsonLine& JsonLine::number_or_null(double d)
 }
 JsonLine& JsonLine::integer(std::int64_t v)
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->integer(*this, v)) return *this;
     char* p = reserve(*out_, 22);
     if (need_comma_) *p++ = ',';
     std::uint64_t u = static_cast<std::uint64_t>(v);
@@ -382,6 +323,8 @@ JsonLine& JsonLine::integer(std::int64_t v)
 }
 JsonLine& JsonLine::unsigned_integer(std::uint64_t v)
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->unsigned_integer(*this, v)) return *this;
     char* p = reserve(*out_, 21);
     if (need_comma_) *p++ = ',';
     commit(*out_, write_uint(p, v));
@@ -390,6 +333,8 @@ JsonLine& JsonLine::unsigned_integer(std::uint64_t v)
 }
 JsonLine& JsonLine::raw(std::string_view json)
 {
+    if (otlp_) [[unlikely]]
+        if (otlp_->raw(*this, json)) return *this;
     char* p = reserve(*out_, json.size() + 1);
     if (need_comma_) *p++ = ',';
     std::memcpy(p, json.data(), json.size());
@@ -402,6 +347,7 @@ void JsonLine::discard() noexcept
 {
     out_->resize(start_);
     need_comma_ = false;
+    if (form_) form_->begin_record(*this);
 }
 
 bool decoded_string_pieces(std::string_view s, void (*piece)(void*, std::string_view), void* ctx)

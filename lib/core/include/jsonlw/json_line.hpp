@@ -13,6 +13,10 @@
 
 namespace jsonlw {
 
+namespace detail {
+class OtlpRecordForm;
+}
+
 // The buffer lines are built in (fmt's growable buffer; a writer reuses one per batch).
 using LineBuffer = fmt::memory_buffer;
 
@@ -53,6 +57,9 @@ consteval JsonKey operator""_key(const char* s, std::size_t n) { return JsonKey(
 class JsonLine {
 public:
     explicit JsonLine(LineBuffer& out) noexcept : out_(&out), start_(out.size()) {}
+    // The engine's: the record is written as an OTLP log record by `otlp` when it is not null
+    // (WriterOptions::format, detail/otlp_record_form.hpp); the calls are the same.
+    JsonLine(LineBuffer& out, detail::OtlpRecordForm* otlp) noexcept;
 
     JsonLine& begin_object();
     JsonLine& end_object();
@@ -63,6 +70,8 @@ public:
     template <std::same_as<JsonKey> K>
     JsonLine& key(K name)
     {
+        if (otlp_) [[unlikely]]
+            return otlp_key(name.name(), true);
         plain_key(name.name());
         last_key_ = name.name();
         need_comma_ = false;
@@ -120,6 +129,9 @@ public:
     void discard() noexcept;
 
 private:
+    friend class detail::OtlpRecordForm;
+    JsonLine& otlp_key(std::string_view name, bool needs_no_escape);
+
     JsonLine& integer(std::int64_t v);
     JsonLine& unsigned_integer(std::uint64_t v);
     void separate();
@@ -135,6 +147,8 @@ private:
     std::string_view last_key_{};
     bool need_comma_ = false;
     bool sanitized_ = false;
+    detail::OtlpRecordForm* otlp_ = nullptr;  // OTLP mode while set (the engine's)
+    detail::OtlpRecordForm* form_ = nullptr;  // the form this line began with
 };
 
 // The UTF-8 bytes a JSON reader gets back from the string JsonLine::string(s) writes: s

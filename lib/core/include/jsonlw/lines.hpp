@@ -13,6 +13,10 @@ struct Lines {
     std::string_view bytes{};
     std::size_t records = 0;
     std::size_t sanitized = 0;
+    // The bytes are one OTLP LogsData line holding `records` log records, not the records'
+    // own lines (LineFormat::otlp: the engine wrote it so, detail/otlp_record_form.hpp); the
+    // writer's OtlpSink passes it on as it is.
+    bool log_records = false;
 };
 
 }  // namespace jsonlw

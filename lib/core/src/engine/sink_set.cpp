@@ -30,7 +30,11 @@ std::error_code SinkSet::start(const SinkContext& ctx)
     if (!ec) {
         SinkContext paths_ctx = ctx;
         paths_ctx.directory.clear();  // append(path, …) names its files itself
-        ec = paths_.start(paths_ctx);
+        // paths_ is a member: the OtlpSink in front of it does not own it.
+        paths_front_ = std::shared_ptr<LineSink>(std::shared_ptr<void>(), &paths_);
+        if (opts_.format == LineFormat::otlp)
+            paths_front_ = std::make_shared<OtlpSink>(std::move(paths_front_), opts_.otlp);
+        ec = paths_front_->start(paths_ctx);
     }
     if (!ec) {
         started_ = true;
@@ -92,7 +96,7 @@ AppendResult SinkSet::write_lines(std::string_view key, const Lines& lines) noex
 
 AppendResult SinkSet::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
-    return write_to(paths_, path.native(), lines);
+    return write_to(paths_front_ ? *paths_front_ : paths_, path.native(), lines);
 }
 
 void SinkSet::after_batch() noexcept

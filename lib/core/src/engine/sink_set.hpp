@@ -93,6 +93,8 @@ private:
     std::shared_ptr<LineSink> sink_;
     FileSink* file_sink_ = nullptr;  // sink_, when it is a FileSink (file_path(), files_closed)
     PartitionedFileSink paths_;
+    // Where append(path, …) lines go: paths_, behind an OtlpSink under LineFormat::otlp.
+    std::shared_ptr<LineSink> paths_front_;
     bool started_ = false;                    // I/O thread (and start())
     bool started_once_ = false;               // set by start() before the drain runs; never cleared
     bool unsynced_ = false;                   // lines written since the last sync()

@@ -3,6 +3,7 @@
 // where they live. Which file owns which part of the core: writer_core_impl.hpp.
 #include "writer_core_impl.hpp"
 
+#include <jsonlw/detail/otlp_record_form.hpp>
 #include <jsonlw/malformed_record.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -80,6 +81,13 @@ WriterCore::WriterCore(asio::any_io_executor ex, WriterOptions opts)
 {
     // No directory and no sink: nowhere to write.
     if (opts_.directory.empty() && !opts_.sink) state_.store(State::inert, std::memory_order_relaxed);
+    // OTLP records are written straight in their form, one form per serializer thread (slot
+    // 0: the I/O thread); an envelope wraps JSON Lines records, so the sink converts those.
+    if (opts_.format == LineFormat::otlp && !opts_.envelope && OtlpRecordForm::supports(opts_.otlp)) {
+        const std::size_t slots = std::clamp<std::size_t>(opts_.serializer_threads, 1, 64);
+        for (std::size_t i = 0; i < slots; ++i)
+            otlp_forms_.push_back(std::make_unique<OtlpRecordForm>(opts_.otlp));
+    }
     impl_ = std::make_unique<Impl>(*this);
 }
 
@@ -120,6 +128,7 @@ void WriterCore::start()
         return;
     }
     file_path_ = d.sinks.file_path();
+    for (const auto& form : otlp_forms_) form->start(host, ::getpid());
     writer_id_ = fmt::format("{}-{}-{}", host, ::getpid(), next_generation());
     if (opts_.envelope) {
         LineBuffer b;

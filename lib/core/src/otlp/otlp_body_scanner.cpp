@@ -125,22 +125,25 @@ struct OtlpBodyScanner::Cursor {
     }
 };
 
+std::vector<std::string> OtlpBodyScanner::pointer_tokens(std::string_view ptr)
+{
+    std::vector<std::string> tokens;
+    std::size_t at = 0;
+    while (at < ptr.size() && ptr[at] == '/') {
+        const std::size_t next = ptr.find('/', at + 1);
+        std::string token(ptr.substr(at + 1, next == std::string_view::npos ? std::string_view::npos : next - at - 1));
+        // RFC 6901 escapes: ~1 is '/', ~0 is '~'.
+        for (std::size_t i = 0; (i = token.find('~', i)) != std::string::npos; ++i)
+            if (i + 1 < token.size()) token.replace(i, 2, token[i + 1] == '1' ? "/" : "~");
+        tokens.push_back(std::move(token));
+        at = next == std::string_view::npos ? ptr.size() : next;
+    }
+    return tokens;
+}
+
 OtlpBodyScanner::OtlpBodyScanner(const std::vector<std::string>& pointers)
 {
-    for (const std::string& ptr : pointers) {
-        std::vector<std::string> tokens;
-        std::size_t at = 0;
-        while (at < ptr.size() && ptr[at] == '/') {
-            const std::size_t next = ptr.find('/', at + 1);
-            std::string token = ptr.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
-            // RFC 6901 escapes: ~1 is '/', ~0 is '~'.
-            for (std::size_t i = 0; (i = token.find('~', i)) != std::string::npos; ++i)
-                if (i + 1 < token.size()) token.replace(i, 2, token[i + 1] == '1' ? "/" : "~");
-            tokens.push_back(std::move(token));
-            at = next == std::string::npos ? ptr.size() : next;
-        }
-        pointers_.push_back(std::move(tokens));
-    }
+    for (const std::string& ptr : pointers) pointers_.push_back(pointer_tokens(ptr));
     found_.resize(pointers_.size());
 }
 

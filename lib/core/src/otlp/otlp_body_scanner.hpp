@@ -24,6 +24,9 @@ public:
     // The JSON pointers (object members only: "/a/b") whose values scan() notes, in order.
     explicit OtlpBodyScanner(const std::vector<std::string>& pointers);
 
+    // A JSON pointer's reference tokens, RFC 6901 escapes (~1 '/', ~0 '~') undone.
+    static std::vector<std::string> pointer_tokens(std::string_view pointer);
+
     // Appends `{"kvlistValue":{"values":[…]}}` for `line` to `out` and notes the pointed-to
     // values (found(i)); a top-level "traceparent" that parses is left out of the body and
     // returned by trace(). False (and `out` as it was) when the line is not for this path.

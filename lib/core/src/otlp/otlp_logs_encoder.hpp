@@ -1,31 +1,32 @@
-// OtlpLogsEncoder: turns a group of JSON Lines records into one OTLP JSON LogsData line.
-// Made and used by one OtlpSink on its writer's I/O thread; owns its simdjson parser and the
-// line's fixed prefix (resource and scope). The rules followed: docs/otlp.md.
+// OtlpLogsEncoder: turns a group of records into one OTLP JSON LogsData line. Made and used by
+// one OtlpSink on its writer's I/O thread; owns the line's fixed prefix (resource and scope)
+// and the OtlpLogRecordEncoder that converts JSON Lines records. The rules followed:
+// docs/otlp.md.
 #pragma once
+
+#include "otlp_log_record.hpp"
 
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/otlp_options.hpp>
-
-#include <simdjson.h>
 
 #include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <memory>
 #include <string_view>
-#include <vector>
 
 namespace jsonlw::detail {
 
-class OtlpBodyScanner;
+// What a LogsData line holds before its log records: `{"resourceLogs":[{"resource":…,
+// "scopeLogs":[{"scope":…,"logRecords":[`; and after them, with the line's end.
+std::string otlp_logs_prefix(const OtlpOptions& opts, std::string_view host, pid_t pid);
+inline constexpr std::string_view otlp_logs_suffix = "]}]}]}\n";
 
 class OtlpLogsEncoder {
 public:
     // `host` and `pid` become the resource's host.name and process.pid.
     OtlpLogsEncoder(OtlpOptions opts, std::string_view host, pid_t pid);
-    ~OtlpLogsEncoder();
 
     // Appends one line — `{"resourceLogs":[…]}` and '\n' — holding a log record per line of
     // `lines` (complete JSON Lines records, each ending in '\n') to `out`, and returns how many
@@ -33,23 +34,12 @@ public:
     // line as a string (nothing is lost); malformed_bodies() counts them.
     std::size_t encode(std::string_view lines, LineBuffer& out);
 
-    std::uint64_t malformed_bodies() const noexcept { return malformed_bodies_; }
+    std::uint64_t malformed_bodies() const noexcept { return records_.malformed_bodies(); }
 
 private:
-    // The fast path (OtlpBodyScanner); false leaves the line to record(), the DOM path.
-    bool fast_record(std::string_view line, LineBuffer& out, std::uint64_t observed_ns,
-                     std::int64_t steady_to_unix_ns);
-    void record(std::string_view line, JsonLine& out, std::uint64_t observed_ns,
-                std::int64_t steady_to_unix_ns);
-    std::uint64_t record_time(simdjson::dom::element rec, std::int64_t steady_to_unix_ns) const;
-
-    OtlpOptions opts_;
     std::string prefix_;  // up to and including "logRecords":[
-    std::string event_name_json_;  // the constant "eventName" member, or empty
-    simdjson::dom::parser parser_;
-    std::unique_ptr<OtlpBodyScanner> scanner_;
-    std::vector<std::string> attribute_keys_;  // `{"key":"<name>","value":` per attribute
-    std::uint64_t malformed_bodies_ = 0;
+    std::string head_;    // each record's, up to "body": (per encode())
+    OtlpLogRecordEncoder records_;
 };
 
 }  // namespace jsonlw::detail

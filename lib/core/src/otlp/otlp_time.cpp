@@ -55,9 +55,7 @@ std::optional<std::uint64_t> parse_utc_iso8601_ns(std::string_view s) noexcept
     return secs * 1000000000ull + frac_ns;
 }
 
-namespace {
-
-std::uint64_t seconds_nanos(double seconds, OtlpTimeField::Kind kind,
+std::uint64_t seconds_unix_nanos(double seconds, OtlpTimeField::Kind kind,
                             std::int64_t steady_to_unix_ns) noexcept
 {
     if (!std::isfinite(seconds) || seconds <= 0) return 0;
@@ -71,8 +69,6 @@ std::uint64_t seconds_nanos(double seconds, OtlpTimeField::Kind kind,
     return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
 }
 
-}  // namespace
-
 std::uint64_t unix_nanos(simdjson::dom::element v, OtlpTimeField::Kind kind,
                          std::int64_t steady_to_unix_ns) noexcept
 {
@@ -83,7 +79,7 @@ std::uint64_t unix_nanos(simdjson::dom::element v, OtlpTimeField::Kind kind,
     }
     double seconds;
     if (v.get(seconds)) return 0;
-    return seconds_nanos(seconds, kind, steady_to_unix_ns);
+    return seconds_unix_nanos(seconds, kind, steady_to_unix_ns);
 }
 
 std::uint64_t raw_unix_nanos(std::string_view raw, OtlpTimeField::Kind kind,
@@ -100,7 +96,7 @@ std::uint64_t raw_unix_nanos(std::string_view raw, OtlpTimeField::Kind kind,
     double seconds;
     const auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), seconds);
     if (ec != std::errc{} || p != raw.data() + raw.size()) return 0;
-    return seconds_nanos(seconds, kind, steady_to_unix_ns);
+    return seconds_unix_nanos(seconds, kind, steady_to_unix_ns);
 }
 
 }  // namespace jsonlw::detail

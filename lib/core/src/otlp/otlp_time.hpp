@@ -22,6 +22,10 @@ std::optional<std::uint64_t> parse_utc_iso8601_ns(std::string_view s) noexcept;
 std::uint64_t raw_unix_nanos(std::string_view raw, OtlpTimeField::Kind kind,
                              std::int64_t steady_to_unix_ns) noexcept;
 
+// The same for a number of seconds already read (steady_seconds or unix_seconds).
+std::uint64_t seconds_unix_nanos(double seconds, OtlpTimeField::Kind kind,
+                                 std::int64_t steady_to_unix_ns) noexcept;
+
 std::uint64_t unix_nanos(simdjson::dom::element v, OtlpTimeField::Kind kind,
                          std::int64_t steady_to_unix_ns) noexcept;
 

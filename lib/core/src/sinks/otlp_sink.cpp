@@ -22,7 +22,8 @@ std::error_code OtlpSink::start(const SinkContext& ctx)
 
 AppendResult OtlpSink::append(std::string_view key, const Lines& lines) noexcept
 {
-    if (lines.records == 0) return inner_->append(key, lines);
+    // A line the engine wrote as LogsData already (lines.hpp) goes on as it is.
+    if (lines.records == 0 || lines.log_records) return inner_->append(key, lines);
     try {
         buf_.clear();
         encoder_->encode(lines.bytes, buf_);

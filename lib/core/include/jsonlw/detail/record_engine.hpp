@@ -9,6 +9,7 @@
 
 #include <jsonlw/detail/bounded_ring.hpp>
 #include <jsonlw/detail/full_queue.hpp>
+#include <jsonlw/detail/otlp_record_form.hpp>
 #include <jsonlw/detail/serial_cache.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/json_line.hpp>
@@ -135,22 +136,24 @@ private:
         return i < staging_seq_.size() ? &staging_seq_[i] : nullptr;
     }
 
-    // Serializes `rec` as one line at the end of `buf` (the envelope around it when set).
+    // Serializes `rec` as one line at the end of `buf` (the envelope around it when set; an
+    // OTLP log record when the core hands out `otlp`, the running thread's form).
     // On failure `buf` is as before and fail(outcome, what) says why, inside the handler.
     template <class Fail>
-    Serialized serialize_into(const Record& rec, const std::uint64_t* seq,
-                                      LineBuffer& buf, Fail fail) noexcept
+    Serialized serialize_into(const Record& rec, const std::uint64_t* seq, LineBuffer& buf,
+                              OtlpRecordForm* otlp, Fail fail) noexcept
     {
         const std::size_t at = buf.size();
         try {
             const bool envelope = core_->options().envelope;
             if (envelope) core_->envelope_open(buf, seq);
             const std::size_t body = buf.size();
-            JsonLine line(buf);
+            JsonLine line(buf, otlp);
             enc_.serialize(rec, line);
             if (line.view().empty()) throw MalformedRecord("serialize() wrote nothing");
+            if (otlp) otlp->finish(buf, body);
             if (envelope) core_->envelope_close(buf, body);
-            buf.push_back('\n');
+            buf.push_back(otlp ? ',' : '\n');  // log records: inside the LogsData line
             return line.sanitized() ? Serialized::sanitized_line
                                     : Serialized::line;
         } catch (const MalformedRecord& e) {
@@ -176,6 +179,10 @@ private:
         LineBuffer& buf = core_->line_buffer();
         buf.clear();
         Lines out;
+        // LineFormat::otlp: the group's records go in one LogsData line (lines.hpp).
+        OtlpRecordForm* const otlp = core_->otlp_form();
+        if (otlp) otlp->open_document(buf);
+        out.log_records = otlp != nullptr;
         const SerialCache& cache = core_->serial_cache();
         const auto count_failure = [this](Serialized kind, std::string_view what) {
             if (kind == Serialized::malformed) core_->on_malformed(what);
@@ -196,11 +203,12 @@ private:
                     count_failure(outcome, cache.error(*done));
                 }
             } else {
-                outcome = serialize_into(rec, staged_seq(rec), buf, count_failure);
+                outcome = serialize_into(rec, staged_seq(rec), buf, otlp, count_failure);
             }
             if (outcome == Serialized::line) ++out.records;
             else if (outcome == Serialized::sanitized_line) ++out.records, ++out.sanitized;
         }
+        if (otlp) otlp->close_document(buf, 0, out.records);
         out.bytes = {buf.data(), buf.size()};
         return out;
     }
@@ -273,12 +281,14 @@ private:
     {
         enc_.begin_chunk(std::span<const Record>(staging_.data() + chunk.first, chunk.count));
         LineBuffer& buf = chunk.bytes;
+        OtlpRecordForm* const otlp = core_->otlp_form();
+        if (otlp) otlp->begin_batch();
         for (std::size_t i = chunk.first; i < chunk.first + chunk.count; ++i) {
             SerialEntry& e = entries[i];
             e.chunk = chunk_index;
             e.begin = static_cast<std::uint32_t>(buf.size());
             e.outcome = serialize_into(
-                staging_[i], i < staging_seq_.size() ? &staging_seq_[i] : nullptr, buf,
+                staging_[i], i < staging_seq_.size() ? &staging_seq_[i] : nullptr, buf, otlp,
                 [&](Serialized, std::string_view what) {
                     // The message, counted later on the I/O thread; begin indexes it.
                     e.begin = static_cast<std::uint32_t>(chunk.errors.size());

@@ -28,6 +28,8 @@
 
 namespace jsonlw::detail {
 
+class OtlpRecordForm;
+
 // What the typed writer lends the core: its queue and its batch hooks.
 class QueueHooks {
 public:
@@ -115,6 +117,13 @@ public:
 
     // --- I/O thread: helpers for serialize_batch() and append() ---
     LineBuffer& line_buffer() noexcept { return line_buffer_; }
+    // LineFormat::otlp: the running serializer thread's form, in which records are written as
+    // OTLP log records; null when records are written as JSON Lines (any other format, or an
+    // envelope, or options the form cannot take: the OtlpSink then converts the lines).
+    OtlpRecordForm* otlp_form() const noexcept
+    {
+        return otlp_forms_.empty() ? nullptr : otlp_forms_[current_serializer_slot()].get();
+    }
     // Batches per unit: serializer_threads once start() has made the helpers, else 1.
     std::size_t unit_batches() const noexcept { return unit_batches_; }
     // Serializes the unit's `n` staged records ahead, in chunks over the serializer threads,
@@ -159,6 +168,7 @@ private:
     std::string writer_id_;
     std::string envelope_writer_;  // ,"writer":"<id>" (escaped once, at start)
     LineBuffer line_buffer_;
+    std::vector<std::unique_ptr<OtlpRecordForm>> otlp_forms_;  // one per serializer slot
     SerialCache serial_;             // I/O thread (filled by the serializers in preserialize())
     std::size_t unit_batches_ = 1;   // set by start()
     std::atomic<State> state_{State::created};
