@@ -53,7 +53,8 @@ consteval JsonKey operator""_key(const char* s, std::size_t n) { return JsonKey(
 // becomes true (the record is kept). Doubles are written in shortest round-trip form,
 // spelled as Python's repr() (1000.0, 0.1, 1e+21: a double always reads back as a float);
 // a non-finite double throws MalformedRecord unless written with number_or_null().
-// Not thread-safe; lives for one record.
+// The engine's JsonLine under LineFormat::otlp writes the same calls as an OTLP log record
+// (docs/otlp.md). Not thread-safe; lives for one record.
 class JsonLine {
 public:
     explicit JsonLine(LineBuffer& out) noexcept : out_(&out), start_(out.size()) {}
