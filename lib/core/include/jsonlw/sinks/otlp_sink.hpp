@@ -1,5 +1,6 @@
 // OtlpSink: a decorator that hands its sink OTLP JSON Lines instead of the writer's records —
-// each group of lines becomes one OpenTelemetry LogsData document on one line. The engine
+// each group of lines becomes one OpenTelemetry LogsData document on one line; a group the
+// engine already wrote as that line (Lines::log_records) passes on as it is. The engine
 // puts one in front of the writer's sink when WriterOptions::format is LineFormat::otlp;
 // docs/otlp.md says what each line holds.
 #pragma once
