@@ -7,7 +7,9 @@
 
 namespace jsonlw::tools {
 
-int demo_main(std::span<char*> args);      // tools/demo/demo.cpp
+int demo_main(std::span<char*> args);      // tools/serve/demo_http.cpp (--in-process: below)
+int in_process_demo_main(std::span<char*> args);  // tools/demo/demo.cpp
+int serve_main(std::span<char*> args);     // tools/serve/serve_main.cpp
 int validate_main(std::span<char*> args);  // tools/validate.cpp
 int verify_main(std::span<char*> args);    // tools/verify.cpp
 

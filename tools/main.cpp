@@ -194,6 +194,7 @@ int main(int argc, char** argv)
     for (const char* a : rest)
         if (std::string_view(a) == "--help" || std::string_view(a) == "-h") return help(cmd);
     if (cmd == "demo") return jsonlw::tools::demo_main(rest);
+    if (cmd == "serve") return jsonlw::tools::serve_main(rest);
     if (cmd == "report") return jsonlw::tools::report_main(rest);
     if (cmd == "validate") return jsonlw::tools::validate_main(rest);
     if (cmd == "verify") return jsonlw::tools::verify_main(rest);

@@ -30,6 +30,7 @@
 #include "demo_options.hpp"
 #include "demo_summary.hpp"
 #include "demo_writer_options.hpp"
+#include "output_dir.hpp"
 #include "slow_disk.hpp"
 #include "thread_stats.hpp"
 
@@ -126,10 +127,6 @@ std::string client_traceparent(std::mt19937_64& rng)
     return tc.traceparent();
 }
 
-// The three writers' folders under --out, in the order of the summary's rows (writers.json
-// and the Kafka topics use them as the kind's name).
-constexpr auto& kinds = demo_kinds;
-
 
 class Demo {
 public:
@@ -144,10 +141,11 @@ public:
               .rotate_bytes = o.rotate_bytes,
               .rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms),
               .retention = demo_retention(o)})),
-          raw_(loop_.get_executor(), demo_raw_options(o, file_io(), kafka_.get(), raw_sink_)),
-          trace_(loop_.get_executor(), demo_trace_options(o, file_io(), kafka_.get(), trace_sink_)),
+          raw_(loop_.get_executor(), demo_raw_options(o, file_io(), teed("raw_output", raw_sink_))),
+          trace_(loop_.get_executor(),
+                 demo_trace_options(o, file_io(), teed("request_trace", trace_sink_))),
           perf_(loop_.get_executor(), o.out / "perf_metrics", "server",
-                demo_perf_options(o, file_io(), kafka_.get(), perf_sink_)),
+                demo_perf_options(o, file_io(), teed("perf_metrics", perf_sink_))),
           config_(demo_stage_config(o)),
           stage_(snap::SnapshotStage::create(
               config_, o.backend,
@@ -213,6 +211,12 @@ private:
     {
         if (!o_.slow_disk_us) return nullptr;
         return std::make_shared<SlowDisk>(nullptr, std::chrono::microseconds(o_.slow_disk_us));
+    }
+
+    // A writer's sink: its file sink, teed with the kind's Kafka sink under --kafka.
+    std::shared_ptr<LineSink> teed(const char* kind, std::shared_ptr<LineSink> files) const
+    {
+        return kafka_ ? kafka_->sink(kind, std::move(files)) : std::move(files);
     }
 
     // --- the server side (the loop's thread) --------------------------------------------
@@ -434,7 +438,7 @@ private:
 
 }  // namespace
 
-int demo_main(std::span<char*> args)
+int in_process_demo_main(std::span<char*> args)
 {
     DemoOptions o;
     std::string error;
@@ -447,28 +451,7 @@ int demo_main(std::span<char*> args)
                              "(librdkafka not found; rebuild with librdkafka-dev installed)\n");
         return 2;
     }
-    std::error_code ec;
-    // An earlier demo's output in the same place is replaced: appending to it would mix two
-    // runs in one report. Only the demo's own three folders (and writers.json) are removed.
-    const auto writers_json = o.out / "writers.json";
-    if (std::filesystem::is_regular_file(writers_json, ec))
-        std::filesystem::remove(writers_json, ec);
-    for (const char* sub : kinds) {
-        const auto dir = o.out / sub;
-        if (!std::filesystem::exists(dir, ec)) continue;
-        std::filesystem::remove_all(dir, ec);
-        if (ec) {
-            std::fprintf(stderr, "jsonlw demo: cannot remove the earlier run's %s: %s\n", dir.c_str(),
-                         ec.message().c_str());
-            return 2;
-        }
-        std::fprintf(stderr, "jsonlw demo: removed the earlier run's %s\n", dir.c_str());
-    }
-    std::filesystem::create_directories(o.out, ec);
-    if (ec) {
-        std::fprintf(stderr, "jsonlw demo: cannot create %s: %s\n", o.out.c_str(), ec.message().c_str());
-        return 2;
-    }
+    if (!fresh_output_dir(o.out, "demo")) return 2;
     int status = 0;
     try {
         Demo demo(o);

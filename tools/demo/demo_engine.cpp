@@ -32,6 +32,15 @@ void DemoEngine::admit(const EngineRequest& r)
     admission_cv_.notify_one();
 }
 
+void DemoEngine::cancel(std::uint64_t id)
+{
+    {
+        std::lock_guard lock(admission_mutex_);
+        cancelled_.push_back(id);
+    }
+    admission_cv_.notify_one();
+}
+
 void DemoEngine::stop()
 {
     {
@@ -66,10 +75,20 @@ void DemoEngine::run()
         {
             std::unique_lock lock(admission_mutex_);
             if (active.empty()) {
-                admission_cv_.wait(lock, [&] { return stop_ || !admission_.empty(); });
+                admission_cv_.wait(lock, [&] { return stop_ || !admission_.empty() || !cancelled_.empty(); });
                 next_step = DemoClock::now();
             }
-            if (stop_ && active.empty()) return;
+            // Cancelled requests end before this step, whether decoding or still waiting.
+            for (const std::uint64_t id : cancelled_) {
+                const auto gone = [id](const EngineRequest& q) { return q.id == id; };
+                const bool found = std::erase_if(active, gone) + std::erase_if(admission_, gone) != 0;
+                if (found)
+                    boost::asio::post(server_,
+                                      [this, id, enqueued] { events_.finished(id, enqueued); });
+            }
+            cancelled_.clear();
+            if (stop_ && active.empty() && admission_.empty()) return;
+            if (active.empty() && admission_.empty()) continue;
             const auto now = DemoClock::now();
             while (!admission_.empty() && active.size() < o_.concurrency) {
                 active.push_back(admission_.front());

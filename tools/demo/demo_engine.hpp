@@ -66,6 +66,9 @@ public:
 
     // The server hands a request over (any thread).
     void admit(const EngineRequest& r);
+    // The request ends now (its client went away): it leaves the batch before the next step
+    // and its `finished` event follows as for a request that ran to its end (any thread).
+    void cancel(std::uint64_t id);
     // No more requests: run() returns once the active ones are done (any thread).
     void stop();
     // The decode loop; returns after stop() once nothing is active.
@@ -85,6 +88,7 @@ private:
     std::mutex admission_mutex_;
     std::condition_variable admission_cv_;
     std::deque<EngineRequest> admission_;  // under admission_mutex_
+    std::vector<std::uint64_t> cancelled_;  // under admission_mutex_
     bool stop_ = false;                    // under admission_mutex_
     std::atomic<std::uint64_t> steps_{0};
 };

@@ -5,6 +5,8 @@
 // loop thread; the sinks run on the writers' I/O threads.
 #pragma once
 
+#include "demo_options.hpp"
+
 #include <jsonlw/sinks/line_sink.hpp>
 
 #include <filesystem>
@@ -17,10 +19,6 @@
 #endif
 
 namespace jsonlw::tools {
-
-// The demo's three writers, in the order of the summary's rows; writers.json and the Kafka
-// topics (jsonlw.<kind>) use them as the kind's name, and they are the folders under --out.
-inline constexpr const char* demo_kinds[] = {"raw_output", "request_trace", "perf_metrics"};
 
 class KafkaShip {
 public:

@@ -70,6 +70,10 @@ struct DemoOptions {
                                        // context switches at the end (Linux /proc)
 };
 
+// The three writers' folders under --out, in the order of the summaries' rows (writers.json
+// and the Kafka topics use them as the kind's name).
+inline constexpr const char* demo_kinds[] = {"raw_output", "request_trace", "perf_metrics"};
+
 // Parses the arguments after "demo". On an error returns false with a one-line reason.
 bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& error);
 

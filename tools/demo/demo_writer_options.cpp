@@ -6,15 +6,14 @@ namespace jsonlw::tools {
 namespace {
 
 // What all three writers take alike from the demo's options.
-void common(WriterOptions& w, const DemoOptions& o, std::shared_ptr<FileIo> io, KafkaShip* kafka,
-            const char* kind, std::shared_ptr<LineSink> files)
+void common(WriterOptions& w, const DemoOptions& o, std::shared_ptr<FileIo> io,
+            std::shared_ptr<LineSink> sink)
 {
     w.file_io = std::move(io);
     w.envelope = o.envelope;
     w.format = o.format;
     w.otlp.service_name = demo_service_name;
-    // Each writer's sink is its file sink, teed with the kind's Kafka sink under --kafka.
-    w.sink = kafka ? kafka->sink(kind, std::move(files)) : std::move(files);
+    w.sink = std::move(sink);
     w.chain = o.chain;
     w.chain_key = o.chain_key;
 }
@@ -44,33 +43,33 @@ Retention demo_retention(const DemoOptions& o)
 }
 
 RawOutputOptions demo_raw_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                  KafkaShip* kafka, std::shared_ptr<LineSink> files)
+                                  std::shared_ptr<LineSink> sink)
 {
     RawOutputOptions r;
     r.directory = o.out / "raw_output";
     r.max_pending = o.concurrency * 4 + 64;
     r.capture = o.capture;
     r.queue_capacity = o.writer_queue ? o.writer_queue : 4096;
-    common(r, o, std::move(io), kafka, "raw_output", std::move(files));
+    common(r, o, std::move(io), std::move(sink));
     return r;
 }
 
 RequestTraceOptions demo_trace_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                       KafkaShip* kafka, std::shared_ptr<LineSink> files)
+                                       std::shared_ptr<LineSink> sink)
 {
     RequestTraceOptions r;
     r.directory = o.out / "request_trace";
     r.capture = o.capture;
     if (o.writer_queue) r.queue_capacity = o.writer_queue;
-    common(r, o, std::move(io), kafka, "request_trace", std::move(files));
+    common(r, o, std::move(io), std::move(sink));
     return r;
 }
 
 PerfMetricsOptions demo_perf_options(const DemoOptions& o, std::shared_ptr<FileIo> io,
-                                     KafkaShip* kafka, std::shared_ptr<LineSink> files)
+                                     std::shared_ptr<LineSink> sink)
 {
     PerfMetricsOptions p;  // its queue is TensorRT-LLM's 1024: --writer-queue leaves it
-    common(p, o, std::move(io), kafka, "perf_metrics", std::move(files));
+    common(p, o, std::move(io), std::move(sink));
     return p;
 }
 

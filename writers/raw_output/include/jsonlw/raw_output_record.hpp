@@ -92,6 +92,12 @@ struct OutputChunk {
     std::optional<TraceContext> trace_context{};
 };
 
+// A logprob as the raw-output line spells it: a value that is exactly a float (what the
+// snapshot stage computes) with the float's shortest round-trip digits, any other as a
+// double, a non-finite one as null. `jsonlw serve` writes its responses' logprobs with it too,
+// so a client's numbers and the record's agree digit for digit.
+void write_logprob(JsonLine& line, double d);
+
 // One line of raw-<pid>.jsonl: everything one output generated. Movable, owns its data.
 struct RawOutputRecord {
     std::uint64_t request_id = 0;

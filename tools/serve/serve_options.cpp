@@ -1,0 +1,94 @@
+// `jsonlw serve`'s command line (serve_options.hpp).
+#include "serve_options.hpp"
+
+#include <charconv>
+#include <string_view>
+#include <vector>
+
+namespace jsonlw::serve {
+namespace {
+
+template <class T>
+bool number(std::string_view s, T& out)
+{
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool milliseconds(std::string_view s, std::chrono::milliseconds& out)
+{
+    std::uint64_t ms = 0;
+    if (!number(s, ms) || ms == 0 || ms > 24ull * 3600 * 1000) return false;
+    out = std::chrono::milliseconds(ms);
+    return true;
+}
+
+}  // namespace
+
+bool parse_serve_options(std::span<char*> args, ServeOptions& o, std::string& error)
+{
+    std::vector<char*> model_args;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string_view a = args[i];
+        std::string_view v;
+        const auto value = [&] {
+            if (i + 1 >= args.size()) {
+                error = std::string(a) + " needs a value";
+                return false;
+            }
+            v = args[++i];
+            return true;
+        };
+        const auto bad = [&] {
+            error = "bad value for " + std::string(a) + ": " + std::string(v);
+            return false;
+        };
+        if (a == "--listen") {
+            if (!value()) return false;
+            const auto colon = v.rfind(':');
+            if (colon == std::string_view::npos || colon == 0) return bad();
+            o.host = std::string(v.substr(0, colon));
+            if (!number(v.substr(colon + 1), o.port)) return bad();
+        } else if (a == "--writers") {
+            if (!value()) return false;
+            if (v == "on") o.writers = true;
+            else if (v == "off") o.writers = false;
+            else return bad();
+        } else if (a == "--max-connections") {
+            if (!value()) return false;
+            if (!number(v, o.max_connections) || o.max_connections == 0) return bad();
+        } else if (a == "--header-limit") {
+            if (!value()) return false;
+            if (!number(v, o.header_limit) || o.header_limit < 256) return bad();
+        } else if (a == "--body-limit") {
+            if (!value()) return false;
+            if (!number(v, o.body_limit) || o.body_limit == 0) return bad();
+        } else if (a == "--header-timeout-ms") {
+            if (!value()) return false;
+            if (!milliseconds(v, o.request_timeout)) return bad();
+        } else if (a == "--idle-timeout-ms") {
+            if (!value()) return false;
+            if (!milliseconds(v, o.idle_timeout)) return bad();
+        } else if (a == "--write-timeout-ms") {
+            if (!value()) return false;
+            if (!milliseconds(v, o.write_timeout)) return bad();
+        } else if (a == "--shutdown-timeout-ms") {
+            if (!value()) return false;
+            if (!milliseconds(v, o.shutdown_timeout)) return bad();
+        } else if (a == "--model-name") {
+            if (!value()) return false;
+            if (v.empty()) return bad();
+            o.api.model = std::string(v);
+        } else if (a == "--max-tokens-limit") {
+            if (!value()) return false;
+            if (!number(v, o.api.max_tokens) || o.api.max_tokens == 0) return bad();
+        } else {
+            model_args.push_back(args[i]);
+        }
+    }
+    if (!tools::parse_demo_options(model_args, o.model, error)) return false;
+    o.api.max_top_logprobs = o.model.top_k;
+    return true;
+}
+
+}  // namespace jsonlw::serve
