@@ -208,4 +208,36 @@ struct ReportRunResult {
 ReportRunResult report_run(const ReportData& d, unsigned jobs);  // jobs 0: every hardware thread
 ReportRunResult iterate_many_run(const ReportData& d);
 
+// --- serve-cost: one fresh `jsonlw serve` (writers on or off) per run under `dir`, removed
+// afterwards; the client streams every request (built with the tools: serve_cost_runs.cpp). ---
+struct ServeModel {
+    std::uint32_t vocab = 32000, concurrency = 256, step_us = 1000;
+    std::uint32_t min_tokens = 16, max_tokens = 64;
+    int top_k = 5;                      // alternatives per token, asked for and recorded
+    std::uint32_t first_gen_every = 10;  // whole first-token rows (writers on only)
+};
+struct ServeRunSpec {
+    bool writers = false;
+    ServeModel model;
+    std::uint64_t requests = 0;
+    double rate = 0;              // Poisson arrivals per second; 0: closed loop
+    std::size_t connections = 64;
+    std::filesystem::path dir;
+};
+struct ServeRunResult {
+    double seconds = 0;  // the client's: first request to the last one's end
+    std::uint64_t completed = 0, failed = 0, tokens = 0;  // tokens: received by the client
+    double ttft_p50_ms = 0, ttft_p99_ms = 0, e2e_p50_ms = 0, e2e_p99_ms = 0;  // sent -> ...
+    std::uint64_t server_requests = 0, server_tokens = 0;
+    double loop_cpu_seconds = 0, loop_us_per_request = 0;
+    std::uint64_t records_written = 0, records_dropped = 0;  // all three writers
+    std::string problem;
+};
+// The built-in client (load_client.hpp) on the calling thread.
+ServeRunResult serve_cost_run(const ServeRunSpec& s);
+// h2load --h1 as a child process: `requests` identical streamed completions of the mean
+// length over `connections` connections (closed loop; `rate` ignored).
+ServeRunResult serve_cost_h2load_run(const ServeRunSpec& s);
+bool have_h2load();
+
 }  // namespace bench

@@ -15,7 +15,8 @@ namespace {
 
 constexpr std::string_view usage = R"(usage: jsonlw <command> [options]
 
-  jsonlw demo      run the writers on synthetic traffic and report on what they wrote
+  jsonlw demo      start `jsonlw serve`, drive it with a built-in HTTP client, report
+  jsonlw serve     an OpenAI-compatible HTTP server that writes all three record kinds
   jsonlw report    summarize a directory of JSON Lines written by the jsonlw writers
   jsonlw validate  check that every line of some files is strict JSON
   jsonlw verify    check the hash chain of every writer under a directory
@@ -26,21 +27,29 @@ Results go to stdout; progress (a bar on a terminal, a line every few seconds ot
 errors go to stderr.
 )";
 
-constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] [--concurrency C] [--vocab V] [--seed S]
-            [--out DIR] [--backend auto|cpu|cuda] [--dtype bf16|f16|f32] [--tokens MIN-MAX]
-            [--top-k K] [--step-us U] [--first-gen-every N] [--capture full|metadata]
-            [--format jsonl|otlp]
-            [--envelope] [--chain none|sha256|hmac-sha256 [--chain-key FILE]]
-            [--rotate-bytes N] [--rotate-interval-ms N] [--retain-files N]
-            [--retain-bytes N] [--retain-age-ms N] [--kafka] [--ring-slots N]
-            [--stage-wait-ms W] [--stage-threads N] [--stage-nice N] [--server-us U]
-            [--writer-queue N] [--slow-disk-us U] [--thread-stats] [--summary-json FILE]
-  A simulated LLM server: requests arrive on an Asio loop, an engine thread decodes them and
-  runs the token/logit snapshot stage on every step; the perf-metrics, raw-output and
-  request-trace writers write under DIR, then it reports on them as `jsonlw report DIR` does.
-  An earlier demo's folders in DIR are replaced.
-    --requests N        how many requests to simulate (default 2000)
+constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R | --closed-loop] [--connections C]
+            [--stream-share F] [--chat-share F] [--disconnect-every N] [serve options]
+            [model options]
+jsonlw demo --in-process [model options] [in-process options]
+  The main job on a real protocol: starts `jsonlw serve` on a free loopback port and drives
+  it with a built-in HTTP client over real sockets (Poisson arrivals; completions and chat,
+  streamed and whole, all with logprobs; every Nth stream left after its first token), then
+  prints the server's accounting, the client's view joined with the server's perf-metrics
+  and request-trace records of the same requests (by the traceparent each request sent: the
+  server's span must sit inside the client's), and `jsonlw report DIR`. docs/serving.md.
+  With --in-process: the simulation without sockets (requests made up on the server's loop),
+  which also takes the in-process options below and runs far past what HTTP carries on two
+  cores (docs/reliability.md). An earlier demo's folders in DIR are replaced.
+    --requests N        how many requests the client sends (default 2000)
     --rate R            Poisson arrivals per second (default 500)
+    --closed-loop       instead: --connections requests always in flight
+    --connections C     the client's sockets at most, kept alive (default 64)
+    --stream-share F    share of streamed requests, 0..1 (default 0.5)
+    --chat-share F      share sent to /v1/chat/completions, 0..1 (default 0.5)
+    --disconnect-every N  every Nth streamed request leaves after its first token
+                        (default 100; 0: none)
+  serve options: as `jsonlw serve` (--header-limit, --body-limit, --writers, ...).
+  model options:
     --concurrency C     requests decoding at once at most (default 64)
     --vocab V           vocabulary size of the synthetic model (default 32000)
     --seed S            random seed: same seed, same tokens and lengths (default 1)
@@ -78,6 +87,8 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
                         written is never deleted
     --retain-bytes N    ... at most N bytes of closed files per writer
     --retain-age-ms N   ... delete closed files older than N ms
+  in-process options (with --in-process only):
+    --requests N, --rate R  as above, arrivals made up on the server's loop
     --kafka             also send every line the writers append through KafkaJsonWriter, a
                         topic per writer (jsonlw.raw_output, ...), to an in-process mock
                         Kafka cluster; a consumer reads every topic back from its start, and
@@ -100,7 +111,38 @@ constexpr std::string_view demo_help = R"(jsonlw demo [--requests N] [--rate R] 
   exit status: 0 every record written (retention's deletions included); 3 every record
                accounted for, some dropped (or unknown) with a counted reason, or files
                removed or moved by someone else; 1 records unaccounted for, a line did not
-               reach Kafka (--kafka), or the report found malformed lines; 2 bad arguments
+               reach Kafka (--kafka), the report found malformed lines, or (over HTTP) a
+               request the client sent is missing from the request-trace or perf-metrics
+               files, or a server span is not inside its client span; 2 bad arguments
+)";
+
+constexpr std::string_view serve_help = R"(jsonlw serve [--listen HOST:PORT] [--writers on|off] [--header-limit BYTES]
+             [--body-limit BYTES] [--header-timeout-ms MS] [--idle-timeout-ms MS]
+             [--write-timeout-ms MS] [--shutdown-timeout-ms MS] [--max-connections N]
+             [--model-name NAME] [--max-tokens-limit N] [model options of jsonlw demo]
+  An OpenAI-compatible HTTP/1.1 server (Boost.Beast) in the writers' Asio loop, over the
+  demo's seeded synthetic model: POST /v1/completions and /v1/chat/completions (JSON, or
+  "stream": true as Server-Sent Events; logprobs and top_logprobs from the snapshot stage's
+  per-token data; usage), GET /v1/models, GET /health; keep-alive; x-request-id and
+  traceparent on every response. Every request is traced (credentials redacted), every
+  completion gets a raw-output and a perf-metrics record. SIGINT/SIGTERM: stop accepting,
+  end open streams (recorded as aborted), close the writers, print the accounting.
+  docs/serving.md.
+    --listen HOST:PORT  where to listen (default 127.0.0.1:8000; port 0 picks a free one,
+                        printed first: "listening on http://HOST:PORT")
+    --writers on|off    off: no writer at all (the cost baseline; default on)
+    --header-limit B    a larger header block is answered 431 (default 16384)
+    --body-limit B      a larger body is answered 413 (default 1048576)
+    --header-timeout-ms a request must arrive whole this long after its first byte, else
+                        408 and the connection closes (default 10000)
+    --idle-timeout-ms   a keep-alive connection idle this long is closed (default 60000)
+    --write-timeout-ms  a client that takes no bytes this long is dropped (default 30000)
+    --shutdown-timeout-ms  how long open responses get to end at SIGINT (default 5000)
+    --max-connections N past N open connections, new ones are closed (default 10000)
+    --model-name NAME   the model served (default jsonlw-demo; others: 404)
+    --max-tokens-limit N  a larger max_tokens is a 400 (default 4096)
+  exit status: as jsonlw demo's (0 every record written; 3 some dropped, counted; 1 records
+               unaccounted for); 2 bad arguments
 )";
 
 constexpr std::string_view report_help = R"(jsonlw report DIR [--html FILE] [--json] [--jobs N] [--quiet] [--verify-logits]
@@ -155,12 +197,13 @@ constexpr std::string_view verify_help = R"(jsonlw verify DIR [--key FILE]
 int help(std::string_view topic)
 {
     if (topic == "demo") std::fputs(demo_help.data(), stdout);
+    else if (topic == "serve") std::fputs(serve_help.data(), stdout);
     else if (topic == "report") std::fputs(report_help.data(), stdout);
     else if (topic == "validate") std::fputs(validate_help.data(), stdout);
     else if (topic == "verify") std::fputs(verify_help.data(), stdout);
     else if (topic.empty()) {
         std::fputs(usage.data(), stdout);
-        for (const auto h : {demo_help, report_help, validate_help, verify_help}) {
+        for (const auto h : {demo_help, serve_help, report_help, validate_help, verify_help}) {
             std::fputs("\n", stdout);
             std::fputs(h.data(), stdout);
         }

@@ -25,7 +25,7 @@ ReportData make_report_data(const fs::path& dir, std::uint64_t target_bytes)
     const fs::path src = dir / "demo";
     // A fast, long demo: no simulated forward pass, arrivals as fast as the loop takes them.
     const std::string cmd = fmt::format(
-        "'{}' demo --requests 4000 --rate 1000000 --step-us 0 --concurrency 128 --seed 3 "
+        "'{}' demo --in-process --requests 4000 --rate 1000000 --step-us 0 --concurrency 128 --seed 3 "
         "--out '{}' >/dev/null 2>&1",
         JSONLW_EXE, src.string());
     const int rc = std::system(cmd.c_str());

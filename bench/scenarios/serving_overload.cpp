@@ -42,7 +42,7 @@ DemoRun run_demo(const fs::path& dir, std::uint64_t requests, double rate, const
     std::error_code ec;
     fs::remove(summary, ec);
     const std::string cmd = fmt::format(
-        "'{}' demo --requests {} --rate {:.0f} --step-us 0 --backend cpu --out '{}' "
+        "'{}' demo --in-process --requests {} --rate {:.0f} --step-us 0 --backend cpu --out '{}' "
         "--summary-json '{}' {} >/dev/null 2>&1",
         JSONLW_EXE, requests, rate, (dir / "out").string(), summary.string(), extra);
     const int status = std::system(cmd.c_str());

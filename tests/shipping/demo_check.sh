@@ -10,6 +10,6 @@ if ! command -v node >/dev/null 2>&1; then
     exit 77
 fi
 rm -rf "$out"
-"$jsonlw" demo --requests 300 --rate 2000 --envelope --rotate-bytes 20000 --out "$out" >"$out.log" 2>&1 ||
+"$jsonlw" demo --in-process --requests 300 --rate 2000 --envelope --rotate-bytes 20000 --out "$out" >"$out.log" 2>&1 ||
     { tail -n 30 "$out.log"; echo "FAIL: jsonlw demo exited $?"; exit 1; }
 node "$check" "$out" "$out/writers.json"

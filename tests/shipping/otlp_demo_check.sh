@@ -12,7 +12,7 @@ if ! command -v node >/dev/null 2>&1; then
     exit 77
 fi
 rm -rf "$out" "$out.bad"
-"$jsonlw" demo --requests 200 --rate 2000 --format otlp --out "$out" \
+"$jsonlw" demo --in-process --requests 200 --rate 2000 --format otlp --out "$out" \
     --summary-json "$out.summary.json" >"$out.log" 2>&1 ||
     { tail -n 30 "$out.log"; echo "FAIL: jsonlw demo --format otlp exited $?"; exit 1; }
 set +e
@@ -27,7 +27,7 @@ echo "OK: validate and report read the OTLP files"
 
 # With the hash chain too: every OTLP line sealed whole, nothing dropped, the chain verifies.
 rm -rf "$out.chain"
-"$jsonlw" demo --requests 100 --rate 2000 --format otlp --chain sha256 --out "$out.chain" \
+"$jsonlw" demo --in-process --requests 100 --rate 2000 --format otlp --chain sha256 --out "$out.chain" \
     >"$out.chain.log" 2>&1 || { tail -n 30 "$out.chain.log"; echo "FAIL: demo --format otlp --chain sha256"; exit 1; }
 "$jsonlw" verify "$out.chain" || { echo "FAIL: jsonlw verify rejected the chained OTLP files"; exit 1; }
 echo "OK: OTLP lines with the hash chain verify"

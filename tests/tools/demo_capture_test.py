@@ -53,7 +53,7 @@ def raw_body(line, obj_start=0):
 
 
 def run(out, capture):
-    args = [JSONLW, "demo", "--requests", str(REQUESTS), "--rate", "5000", "--step-us", "200",
+    args = [JSONLW, "demo", "--in-process", "--requests", str(REQUESTS), "--rate", "5000", "--step-us", "200",
             "--concurrency", "16", "--vocab", "4096", "--tokens", "4-24", "--first-gen-every",
             "5", "--backend", "cpu", "--seed", "7", "--out", out, "--capture", capture]
     return subprocess.run(args, capture_output=True, text=True, timeout=120)
@@ -143,7 +143,7 @@ with tempfile.TemporaryDirectory() as tmp:
            len({rec["response"]["body_sha256"] for _, _, rec in trace if rec["event"] == "response"})
            == REQUESTS)
 
-    bad = subprocess.run([JSONLW, "demo", "--capture", "some"], capture_output=True, text=True,
+    bad = subprocess.run([JSONLW, "demo", "--in-process", "--capture", "some"], capture_output=True, text=True,
                          timeout=30)
     expect("a bad --capture exits 2", bad.returncode == 2, bad.stderr)
 

@@ -34,7 +34,7 @@ def expect(name, cond, detail=""):
 
 
 def demo_args(out, requests, rate, *extra):
-    return [JSONLW, "demo", "--requests", str(requests), "--rate", str(rate), "--step-us", "200",
+    return [JSONLW, "demo", "--in-process", "--requests", str(requests), "--rate", str(rate), "--step-us", "200",
             "--concurrency", "16", "--vocab", "4096", "--tokens", "4-24", "--first-gen-every", "0",
             "--backend", "cpu", "--out", out, *extra]
 

@@ -46,7 +46,7 @@ def writer_rows(stdout):
 
 with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "out")
-    args = [JSONLW, "demo", "--requests", str(REQUESTS), "--rate", "100000", "--step-us", "0",
+    args = [JSONLW, "demo", "--in-process", "--requests", str(REQUESTS), "--rate", "100000", "--step-us", "0",
             "--concurrency", "16", "--vocab", "2048", "--tokens", "4-16", "--backend", "cpu",
             "--first-gen-every", "10",
             "--ring-slots", "2", "--server-us", "2000",          # the stage drops steps

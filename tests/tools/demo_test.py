@@ -30,7 +30,7 @@ def expect(name, cond, detail=""):
 
 with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "out")
-    args = [JSONLW, "demo", "--requests", "60", "--rate", "5000", "--step-us", "200",
+    args = [JSONLW, "demo", "--in-process", "--requests", "60", "--rate", "5000", "--step-us", "200",
             "--concurrency", "16", "--vocab", "4096", "--tokens", "4-24", "--first-gen-every", "5",
             "--backend", "cpu", "--out", out]
     p = subprocess.run(args, capture_output=True, text=True, timeout=120)
@@ -101,16 +101,16 @@ with tempfile.TemporaryDirectory() as tmp:
                                    capture_output=True, text=True, timeout=60).stdout)
     expect("... and its report counts one run", r2["raw_output"]["outputs"] == 60)
 
-    bad = subprocess.run([JSONLW, "demo", "--requests", "0"], capture_output=True, text=True,
+    bad = subprocess.run([JSONLW, "demo", "--in-process", "--requests", "0"], capture_output=True, text=True,
                          timeout=30)
     expect("bad arguments exit 2", bad.returncode == 2, bad.stderr)
-    bad = subprocess.run([JSONLW, "demo", "--rotate-bytes", "many"], capture_output=True,
+    bad = subprocess.run([JSONLW, "demo", "--in-process", "--rotate-bytes", "many"], capture_output=True,
                          text=True, timeout=30)
     expect("a bad --rotate-bytes exits 2", bad.returncode == 2, bad.stderr)
 
     # --envelope --rotate-bytes: numbered lines, rotated perf-metrics files, writers.json.
     out_env = os.path.join(tmp, "envelope")
-    small = [JSONLW, "demo", "--requests", "150", "--rate", "5000", "--step-us", "200",
+    small = [JSONLW, "demo", "--in-process", "--requests", "150", "--rate", "5000", "--step-us", "200",
              "--concurrency", "16", "--vocab", "4096", "--tokens", "4-24", "--first-gen-every", "10",
              "--backend", "cpu"]
     p = subprocess.run(small + ["--out", out_env, "--envelope", "--rotate-bytes", "20000"],

@@ -40,6 +40,8 @@ std::optional<double> time_field(object timing, std::string_view key)
     return v;
 }
 
+// One join_with_server() call: reads the server's files into per-request findings, then
+// compares each request with them. Owns its parser; lives on the caller's thread.
 class Joiner {
 public:
     Joiner(std::span<const ClientResult> results, JoinReport& report)
@@ -295,7 +297,7 @@ bool join_ok(const JoinReport& r) noexcept
 
 void print_join(std::FILE* f, const JoinReport& r)
 {
-    fmt::print(f, "Client vs server (joined on traceparent): {}\n", join_ok(r) ? "OK" : "NOT OK");
+    fmt::print(f, "Client vs server, joined on traceparent: {}\n", join_ok(r) ? "join OK" : "join NOT OK");
     fmt::print(f, "    client: sent {}, completed {}, disconnected {}, failed {} ({} without a response); "
                   "malformed streams {}\n",
                r.sent, r.completed, r.disconnected, r.failed, r.unanswered, r.malformed_streams);

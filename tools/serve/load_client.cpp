@@ -55,6 +55,8 @@ struct Connection {
     std::uint64_t served = 0;  // responses read on the current socket
 };
 
+// One run_load() call: owns the io_context, the plan, the sockets and the results being
+// filled; everything runs on the calling thread, inside run().
 class LoadRun {
 public:
     LoadRun(const LoadOptions& opts, LoadResult& out) : opts_(opts), out_(out) {}
@@ -283,7 +285,7 @@ asio::awaitable<void> LoadRun::exchange(Connection& c, ClientResult& r)
             auto [ec] = co_await c.stream.async_connect(endpoint_, tuple_awaitable);
             if (ec) {
                 close(c);
-                fail(r, "connect: " + ec.message());
+                fail(r, (ec == beast::error::timeout ? "timeout: " : "connect: ") + ec.message());
                 co_return;
             }
             c.open = true;
@@ -299,7 +301,7 @@ asio::awaitable<void> LoadRun::exchange(Connection& c, ClientResult& r)
                 ++out_.keepalive_retries;
                 continue;
             }
-            fail(r, "write: " + wec.message());
+            fail(r, (wec == beast::error::timeout ? "timeout: " : "write: ") + wec.message());
             co_return;
         }
         http::response_parser<http::string_body> p;
@@ -312,7 +314,7 @@ asio::awaitable<void> LoadRun::exchange(Connection& c, ClientResult& r)
                 ++out_.keepalive_retries;
                 continue;
             }
-            fail(r, "read: " + hec.message());
+            fail(r, (hec == beast::error::timeout ? "timeout: " : "read: ") + hec.message());
             co_return;
         }
         co_await read_response(c, r, p);

@@ -6,6 +6,17 @@
 #include <sys/resource.h>
 
 namespace jsonlw::serve {
+namespace {
+
+double thread_cpu_seconds()
+{
+    rusage u{};
+    if (getrusage(RUSAGE_THREAD, &u) != 0) return 0;
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -34,6 +45,7 @@ std::uint16_t ServeApp::listen()
 ServeOutcome ServeApp::run(bool handle_signals)
 {
     started_ = ServeClock::now();
+    const double cpu0 = thread_cpu_seconds();
     server_.start();
     if (handle_signals) {
         signals_.add(SIGINT);
@@ -52,6 +64,7 @@ ServeOutcome ServeApp::run(bool handle_signals)
     out.steps = server_.steps();
     out.stage = server_.stage_stats();
     out.forced_closes = forced_closes_;
+    out.loop_cpu_seconds = (loop_cpu_at_stop_ < 0 ? thread_cpu_seconds() : loop_cpu_at_stop_) - cpu0;
     return out;
 }
 
@@ -85,6 +98,7 @@ void ServeApp::begin_shutdown()
 {
     if (stopping_) return;
     stopping_ = true;
+    loop_cpu_at_stop_ = thread_cpu_seconds();
     signals_.cancel();
     boost::system::error_code ignored;
     acceptor_.close(ignored);

@@ -27,6 +27,10 @@ struct ServeOutcome {
     std::uint64_t steps = 0;
     snapshot::SnapshotStats stage{};
     std::uint64_t forced_closes = 0;  // sessions still open at the shutdown deadline
+    // CPU time of the loop's thread (user + system) from run() to the shutdown's start: the
+    // HTTP side, the generations, and the writers' work that runs on the loop (submits,
+    // drain coroutines); not the writers' I/O threads, the engine or the stage's workers.
+    double loop_cpu_seconds = 0;
 };
 
 class ServeApp {
@@ -54,6 +58,7 @@ private:
     boost::asio::signal_set signals_;
     boost::asio::steady_timer shutdown_timer_;
     bool stopping_ = false;
+    double loop_cpu_at_stop_ = -1;
     std::uint64_t forced_closes_ = 0;
     ServeClock::time_point started_{};
 };

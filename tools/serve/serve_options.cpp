@@ -87,6 +87,17 @@ bool parse_serve_options(std::span<char*> args, ServeOptions& o, std::string& er
         }
     }
     if (!tools::parse_demo_options(model_args, o.model, error)) return false;
+    // What only the in-process simulation does.
+    const char* only_in_process = o.model.kafka                       ? "--kafka"
+                                  : o.model.slow_disk_us != 0         ? "--slow-disk-us"
+                                  : o.model.server_us != 0            ? "--server-us"
+                                  : !o.model.summary_json.empty()     ? "--summary-json"
+                                  : o.model.thread_stats              ? "--thread-stats"
+                                                                      : nullptr;
+    if (only_in_process) {
+        error = std::string(only_in_process) + " is only for jsonlw demo --in-process";
+        return false;
+    }
     o.api.max_top_logprobs = o.model.top_k;
     return true;
 }

@@ -31,6 +31,8 @@ int print_serve_summary(std::FILE* out, const ServeOptions& o, const ServeOutcom
                  (unsigned long long)c.shutdown_aborted, (unsigned long long)c.tokens_streamed,
                  (unsigned long long)c.malformed_http, (unsigned long long)c.header_timeouts,
                  (unsigned long long)c.incomplete, (unsigned long long)c.write_timeouts);
+    std::fprintf(out, "  loop thread: %.3f s of CPU, %.1f us per request\n", r.loop_cpu_seconds,
+                 c.requests ? r.loop_cpu_seconds * 1e6 / double(c.requests) : 0.0);
     const snapshot::SnapshotStats& st = r.stage;
     std::fprintf(out,
                  "  snapshot stage (%s): %llu steps, %llu captured (%llu rows), %llu dropped, "
