@@ -30,6 +30,7 @@
 namespace {
 
 constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE] [--records N] [--scenario NAME...]
+                    [--rate R] [--h2load]
 
   --quick          smoke run (under a minute): fewer records, shorter runs, same pairs
   --json FILE      also write every figure, and the goals, to FILE as JSON
@@ -37,8 +38,12 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
                    larger records fill the same bytes
   --scenario NAME  run only these (repeatable, or several names): throughput, serializers,
                    submit, overload, drain, file-check, serialization, otlp-cost,
-                   record-features, snapshot, snapshot-rows, report, serving-overload, chain
+                   record-features, snapshot, snapshot-rows, report, serving-overload, chain,
+                   serve-cost
   --pairs N        measured rounds after the warm-up (default 5)
+  --rate R         serve-cost: requests/s of the fixed-rate cell (default: half the capacity
+                   measured first)
+  --h2load         serve-cost: also measure saturation with h2load as the client
 
 The table goes to stdout, progress to stderr. Exit status 1 when a run failed a check
 (a line count, the counters); a missed goal is reported, not an error.
@@ -48,7 +53,8 @@ const std::vector<std::string> all_scenarios = {"overload", "throughput", "seria
                                                 "submit", "drain", "file-check",
                                                 "serialization", "otlp-cost", "record-features",
                                                 "snapshot", "snapshot-rows", "report",
-                                                "serving-overload", "chain"};
+                                                "serving-overload", "chain",
+                                                "serve-cost"};
 
 std::string read_first(const char* path, const std::string& prefix)
 {
@@ -122,7 +128,9 @@ int main(int argc, char** argv)
             else if (a == "--records") {
                 cfg.records = std::stoull(need("a count"));
                 records_given = true;
-            } else if (a == "--pairs") cfg.pairs = std::max(1, std::stoi(need("a count")));
+            } else if (a == "--rate") cfg.serve_rate = std::stod(need("requests/s"));
+            else if (a == "--h2load") cfg.h2load = true;
+            else if (a == "--pairs") cfg.pairs = std::max(1, std::stoi(need("a count")));
             else if (a == "--scenario") {
                 need("a name");
                 --i;
@@ -223,6 +231,7 @@ int main(int argc, char** argv)
     if (wanted("report")) bench::report_scenario(cfg, report);
     if (wanted("serving-overload")) bench::serving_overload_scenario(cfg, report);
     if (wanted("chain")) bench::chain_scenario(cfg, report);
+    if (wanted("serve-cost")) bench::serve_cost_scenario(cfg, report);
 
     report.machine.emplace_back("load at end", load_average());
     report.wall_seconds = bench::seconds_since(t0);

@@ -15,6 +15,9 @@ struct Config {
     int pairs = 5;                    // measured rounds after the warm-up
     int warmups = 1;
     std::filesystem::path dir;        // an empty work directory under $TMPDIR
+    double serve_rate = 0;            // serve-cost: arrivals/s of the fixed-rate cell (0: half
+                                      // the capacity measured first)
+    bool h2load = false;              // serve-cost: also saturation measured by h2load
 };
 
 // Overload runs each variant in a forked child, so it must run while this process has no
@@ -42,6 +45,11 @@ void snapshot_rows_scenario(const Config& cfg, Report& report);
 void report_scenario(const Config& cfg, Report& report);
 // The main job past its load: jsonlw demo at 1x, 2x, 4x the rate it sustains without drops.
 void serving_overload_scenario(const Config& cfg, Report& report);
+
+// What the three writers cost `jsonlw serve` (writers off vs on, alternating): client-side
+// TTFT and end-to-end latency at a fixed rate, requests/s and tokens/s at saturation, and
+// the loop thread's CPU per request.
+void serve_cost_scenario(const Config& cfg, Report& report);
 
 // The hash chain (docs/chain.md): LineChain::seal per 1 KiB line, and RawJsonWriter with
 // chain none vs sha256 on the same records.
