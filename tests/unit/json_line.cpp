@@ -122,6 +122,17 @@ TEST_CASE("quotes, backslashes and control characters are escaped per RFC 8259",
     CHECK(line.view() == R"({"k\"\n":1})");
 }
 
+TEST_CASE("an empty string_view that points nowhere is written as an empty string",
+          "[unit][json_line]")
+{
+    // std::string_view{} has a null data(): no byte may be read from it (UBSan's build checks).
+    CHECK(json_string(std::string_view{}) == R"("")");
+    LineBuffer buf;
+    JsonLine line(buf);
+    line.begin_array().string(std::string_view{}).string("").end_array();
+    CHECK(line.view() == R"(["",""])");
+}
+
 TEST_CASE("valid multi-byte UTF-8 is kept as is", "[unit][json_line][utf8]")
 {
     const std::string s = "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9D\x84\x9E \xE4\xB8\xAD\xE6\x96\x87";  // é € 𝄞 中文

@@ -114,7 +114,8 @@ int demo_main(std::span<char*> args)
         serve::ServeOutcome outcome;
         std::thread server([&] { outcome = app.run(false); });
         const serve::LoadResult load = serve::run_load(lo);
-        app.request_stop();
+        // The client is done; the streams it left may still be on their way to the server.
+        app.request_stop_when_idle(std::chrono::seconds(5));
         server.join();
         std::printf("\n");
         status = serve::print_serve_summary(stdout, so, outcome);

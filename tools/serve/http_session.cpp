@@ -286,7 +286,15 @@ void HttpSession::stream_progress(Generation& g)
             chars += token_text(g.token_ids[i]).size();
         }
         event_.clear();
-        append_chunk_event(event_, g.request, g.meta(), tokens_, text_offset_, emitted_ == 0,
+        bool first_chunk = emitted_ == 0;
+        if (first_chunk && !tokens_.empty() && g.request.endpoint == Endpoint::chat_completions) {
+            // The role alone first, as OpenAI and vLLM send it: the openai SDK's stream helper
+            // takes the first chunk's logprobs as its list and appends every later chunk's
+            // to it, so tokens on the role chunk would reach its final completion twice.
+            append_chunk_event(event_, g.request, g.meta(), {}, 0, true, FinishReason{});
+            first_chunk = false;
+        }
+        append_chunk_event(event_, g.request, g.meta(), tokens_, text_offset_, first_chunk,
                            last ? g.finish_reason() : FinishReason{});
         if (emitted_ == 0 && !tokens_.empty()) g.server_first_token = ServeClock::now();
         emitted_ = g.settled;

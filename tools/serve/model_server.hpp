@@ -72,6 +72,7 @@ public:
     WritersOutcome finish(std::chrono::milliseconds stage_timeout);
 
     ServeCounters& counters() noexcept { return counters_; }
+    std::size_t live_generations() const noexcept { return live_.size(); }
     std::uint64_t steps() const noexcept { return engine_.steps(); }
     snapshot::SnapshotStats stage_stats() const { return stage_->stats(); }
     bool writers_on() const noexcept { return writers_ != nullptr; }

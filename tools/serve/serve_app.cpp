@@ -3,6 +3,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <pthread.h>
 #include <sys/resource.h>
 
 namespace jsonlw::serve {
@@ -44,6 +45,7 @@ std::uint16_t ServeApp::listen()
 
 ServeOutcome ServeApp::run(bool handle_signals)
 {
+    pthread_setname_np(pthread_self(), "serve-loop");
     started_ = ServeClock::now();
     const double cpu0 = thread_cpu_seconds();
     server_.start();
@@ -71,6 +73,23 @@ ServeOutcome ServeApp::run(bool handle_signals)
 void ServeApp::request_stop()
 {
     asio::post(loop_, [this] { begin_shutdown(); });
+}
+
+void ServeApp::request_stop_when_idle(std::chrono::milliseconds grace)
+{
+    asio::post(loop_, [this, deadline = ServeClock::now() + grace] { stop_when_idle(deadline); });
+}
+
+void ServeApp::stop_when_idle(ServeClock::time_point deadline)
+{
+    if (server_.live_generations() == 0 || ServeClock::now() >= deadline) {
+        begin_shutdown();
+        return;
+    }
+    shutdown_timer_.expires_after(std::chrono::milliseconds(2));
+    shutdown_timer_.async_wait([this, deadline](boost::system::error_code ec) {
+        if (!ec) stop_when_idle(deadline);
+    });
 }
 
 void ServeApp::accept()

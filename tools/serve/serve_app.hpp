@@ -44,11 +44,15 @@ public:
     ServeOutcome run(bool handle_signals);
     // Begins the shutdown (any thread).
     void request_stop();
+    // Begins it once no generation is under way, or after `grace` (any thread): for a client
+    // that is done sending — its last closed streams are still on their way to the loop.
+    void request_stop_when_idle(std::chrono::milliseconds grace);
 
 private:
     void accept();
     void begin_shutdown();
     void await_sessions(ServeClock::time_point deadline);
+    void stop_when_idle(ServeClock::time_point deadline);
 
     const ServeOptions& o_;
     SessionSet sessions_;  // outlives the loop, whose last handlers may hold sessions

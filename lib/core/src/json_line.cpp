@@ -422,7 +422,7 @@ void JsonLine::append_escaped(std::string_view s)
         run = i;
     }
     char* q = reserve(out, n - run + 1);
-    std::memcpy(q, s.data() + run, n - run);
+    if (n != run) std::memcpy(q, s.data() + run, n - run);  // an empty view's data() may be null
     q += n - run;
     *q++ = '"';
     commit(out, q);
