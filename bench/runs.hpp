@@ -230,6 +230,11 @@ struct ServeRunResult {
     double ttft_p50_ms = 0, ttft_p99_ms = 0, e2e_p50_ms = 0, e2e_p99_ms = 0;  // sent -> ...
     std::uint64_t server_requests = 0, server_tokens = 0;
     double loop_cpu_seconds = 0, loop_us_per_request = 0;
+    // CPU seconds of the process's threads over the client's run (/proc/self/task): the
+    // client (the calling thread), the loop, the engine with the stage's row workers, the
+    // writers' I/O threads, the rest; and the time they sat runnable without a CPU.
+    double client_cpu_s = 0, loop_thread_cpu_s = 0, engine_cpu_s = 0, writers_cpu_s = 0;
+    double other_cpu_s = 0, runqueue_s = 0;
     std::uint64_t records_written = 0, records_dropped = 0;  // all three writers
     std::string problem;
 };

@@ -3,8 +3,8 @@
 // alternatives, whole first-token rows of every 10th request), a fresh one per run, the
 // order alternating (off on, on off, ...). Cells: (a) Poisson arrivals at about half of the
 // capacity measured first: TTFT and end-to-end p50/p99 as the client sees them; (b)
-// saturation, closed loop: requests/s and tokens/s completed; (c) the loop thread's CPU per
-// request in both. With --h2load, (b) again with h2load as the client, a process of its own
+// saturation, closed loop: requests/s and tokens/s completed; (c) CPU per request in both,
+// the loop thread's and every thread's. With --h2load, (b) again with h2load as the client, a process of its own
 // (docs/benchmarks.md, "Serving cost").
 #include "runs.hpp"
 #include "scenarios.hpp"
@@ -12,14 +12,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace bench {
+#ifdef JSONLW_BENCH_SERVE
 namespace {
 
 namespace fs = std::filesystem;
@@ -82,11 +85,19 @@ std::vector<Row> off_on_rows(const std::string& what, const std::string& unit, b
 
 double per_s(std::uint64_t n, double seconds) { return seconds > 0 ? double(n) / seconds : 0; }
 
+// Every thread of the process over the client's run, the client's included.
+double process_cpu_s(const ServeRunResult& r)
+{
+    return r.client_cpu_s + r.loop_thread_cpu_s + r.engine_cpu_s + r.writers_cpu_s + r.other_cpu_s;
+}
+
 }  // namespace
+#endif
 
 void serve_cost_scenario(const Config& cfg, Report& report)
 {
 #ifndef JSONLW_BENCH_SERVE
+    (void)cfg;
     Section sec;
     sec.scenario = "serve-cost";
     Row row;
@@ -98,8 +109,8 @@ void serve_cost_scenario(const Config& cfg, Report& report)
     report.sections.push_back(std::move(sec));
 #else
     const ServeModel model;
-    const double run_s = cfg.quick ? 2 : 6;           // each run's length, about
-    const std::size_t sat_connections = 64;
+    const double run_s = cfg.quick ? 1 : 6;  // seconds each run lasts, about
+    const std::size_t sat_connections = model.concurrency;  // the engine's batch kept full
     const fs::path dir = run_dir(cfg);
     auto spec = [&](bool writers, std::uint64_t requests, double rate) {
         ServeRunSpec s;
@@ -199,15 +210,26 @@ void serve_cost_scenario(const Config& cfg, Report& report)
     b.params = {{"connections", double(sat_connections)}, {"requests", double(sat_n)}};
     add(b, off_on_rows("requests/s", "req/s", true, sat, [](auto& r) { return per_s(r.completed, r.seconds); }));
     add(b, off_on_rows("tokens/s", "tokens/s", true, sat, [](auto& r) { return per_s(r.tokens, r.seconds); }));
-    b.notes = {"tokens/s = tokens the client received / the client's seconds"};
+    // What the cores allow whatever else runs on them: nproc / CPU seconds per request.
+    const double cores = std::thread::hardware_concurrency();
+    add(b, off_on_rows("CPU-bound ceiling", "req/s", true, sat, [cores](auto& r) {
+            const double cpu = process_cpu_s(r);
+            return cpu > 0 ? cores * double(r.server_requests) / cpu : 0;
+        }));
+    b.notes = {"tokens/s = tokens the client received / the client's seconds",
+               fmt::format("CPU-bound ceiling = {:.0f} cores / the process's CPU seconds per request "
+                           "(all threads, cell (c)): the rate if the run were alone on the machine; it "
+                           "does not move with other processes' load as requests/s does",
+                           cores)};
     const Series rps = b.rows[1].ratio.value_or(Series{});
     const Series tps = b.rows[3].ratio.value_or(Series{});
     report.sections.push_back(std::move(b));
 
-    // (c) the loop thread's CPU per request.
+    // (c) CPU per request: the loop thread's, and every thread's by role.
     Section c;
     c.scenario = "serve-cost";
-    c.title = "serve-cost (c): the server loop thread's CPU (user + system) per request, lower is better";
+    c.title = "serve-cost (c): CPU per request: the server's loop thread, and every thread of the "
+              "process; lower is better";
     const auto loop_us = [](auto& r) { return r.loop_us_per_request; };
     const auto busy = [](const Pairs& p, bool on) {
         Series s;
@@ -215,17 +237,44 @@ void serve_cost_scenario(const Config& cfg, Report& report)
             s.v.push_back(r.seconds > 0 ? r.loop_cpu_seconds / r.seconds : 0);
         return s.median();
     };
-    std::vector<std::pair<std::string, const Pairs*>> cells = {{"fixed rate", &fixed}, {"saturation", &sat}};
+    // The process's CPU per request, by thread role, medians over the runs.
+    const auto per_req = [](const Pairs& p, bool on, double ServeRunResult::*f) {
+        Series s;
+        for (const ServeRunResult& r : on ? p.on : p.off)
+            s.v.push_back(r.server_requests ? r.*f * 1e6 / double(r.server_requests) : 0);
+        return s.median();
+    };
+    const auto all_threads = [](const ServeRunResult& r) {
+        return r.server_requests ? process_cpu_s(r) * 1e6 / double(r.server_requests) : 0;
+    };
+    const std::vector<std::pair<std::string, const Pairs*>> cells = {{"fixed rate", &fixed},
+                                                                      {"saturation", &sat}};
     for (const auto& [name, p] : cells) {
-        std::vector<Row> rows = off_on_rows(name, "us/req", false, *p, loop_us);
+        std::vector<Row> rows = off_on_rows("loop, " + name, "us/req", false, *p, loop_us);
         rows[0].extra = {{"loop busy", busy(*p, false)}};
         rows[1].extra = {{"loop busy", busy(*p, true)},
                          {"writers' cost us/req", rows[1].values.median() - rows[0].values.median()}};
         add(c, std::move(rows));
     }
-    c.notes = {"loop busy = the loop thread's CPU seconds / the run's seconds (1.0: the loop is "
-               "the bottleneck); the writers' cost = on median - off median; the writers' own "
-               "I/O threads and the snapshot stage's workers are not in it"};
+    for (const auto& [name, p] : cells) {
+        std::vector<Row> rows = off_on_rows("all threads, " + name, "us/req", false, *p, all_threads);
+        for (int k = 0; k < 2; ++k)
+            rows[std::size_t(k)].extra = {
+                {"client", per_req(*p, k, &ServeRunResult::client_cpu_s)},
+                {"loop", per_req(*p, k, &ServeRunResult::loop_thread_cpu_s)},
+                {"engine+stage", per_req(*p, k, &ServeRunResult::engine_cpu_s)},
+                {"writer threads", per_req(*p, k, &ServeRunResult::writers_cpu_s)},
+                {"other", per_req(*p, k, &ServeRunResult::other_cpu_s)},
+                {"run-queue wait", per_req(*p, k, &ServeRunResult::runqueue_s)}};
+        add(c, std::move(rows));
+    }
+    c.notes = {"loop = getrusage of the loop thread (ServeOutcome::loop_cpu_seconds); loop busy = "
+               "its CPU seconds / the run's seconds (1.0: the loop is the bottleneck); the "
+               "writers' cost = on median - off median",
+               "all threads = /proc/self/task schedstat over the client's run, per request: the "
+               "client (same process), the loop, the engine with the snapshot stage's row "
+               "workers (the GPU's work, here on the CPU), the writers' I/O threads; run-queue "
+               "wait = time the threads were runnable but had no CPU"};
     report.sections.push_back(std::move(c));
 
     report.goals.push_back(make_goal("serve-cost fixed rate: TTFT p99, writers on / off", "<=", 1.02,

@@ -2,8 +2,10 @@
 // second thread) per run, writing under its own directory, driven by the built-in client on
 // the calling thread or by h2load as a child process; the client's figures, the loop's CPU
 // and the writers' accounting come back (runs.hpp).
+#include "report.hpp"
 #include "runs.hpp"
 
+#include "../demo/thread_stats.hpp"
 #include "load_client.hpp"
 #include "serve_app.hpp"
 
@@ -13,7 +15,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
+
+#include <unistd.h>
 
 namespace bench {
 namespace {
@@ -55,6 +60,24 @@ void take_outcome(const sv::ServeOutcome& out, bool writers, ServeRunResult& r)
         r.problem = fmt::format("the writers dropped {} records", r.records_dropped);
 }
 
+// Each thread's CPU since `before` (threads that were not there count from zero), by role.
+void take_threads(const std::vector<jsonlw::tools::ThreadStat>& before, int client_tid,
+                  ServeRunResult& r)
+{
+    std::map<int, std::pair<double, double>> base;
+    for (const auto& t : before) base[t.tid] = {t.cpu_s, t.runqueue_s};
+    for (const auto& t : jsonlw::tools::read_thread_stats()) {
+        const auto b = base.count(t.tid) ? base[t.tid] : std::pair<double, double>{0, 0};
+        const double cpu = t.cpu_s - b.first;
+        r.runqueue_s += t.runqueue_s - b.second;
+        if (t.tid == client_tid) r.client_cpu_s += cpu;
+        else if (t.name == "serve-loop") r.loop_thread_cpu_s += cpu;
+        else if (t.name == "serve-engine" || t.name.rfind("jsonlw-rows", 0) == 0) r.engine_cpu_s += cpu;
+        else if (t.name.rfind("jsonlw:", 0) == 0) r.writers_cpu_s += cpu;
+        else r.other_cpu_s += cpu;
+    }
+}
+
 // The server on its own thread for as long as `client` runs on this one.
 template <class Client>
 ServeRunResult with_server(const ServeRunSpec& s, Client&& client)
@@ -68,8 +91,10 @@ ServeRunResult with_server(const ServeRunSpec& s, Client&& client)
         sv::ServeApp app(so);
         const std::uint16_t port = app.listen();
         sv::ServeOutcome outcome;
+        const auto before = jsonlw::tools::read_thread_stats();
         std::thread server([&] { outcome = app.run(false); });
         client(port, r);
+        take_threads(before, int(::gettid()), r);  // before the stop: its threads still there
         app.request_stop();
         server.join();
         take_outcome(outcome, s.writers, r);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 
 namespace jsonlw::serve {
@@ -118,7 +119,8 @@ void HttpSession::on_read(error_code ec, std::size_t n)
         return;
     }
     buffer_.commit(n);
-    if (parsing_) parse();
+    if (lingering_) buffer_.clear();
+    else if (parsing_) parse();
     read_more();
 }
 
@@ -126,6 +128,12 @@ void HttpSession::parse()
 {
     while (parsing_ && !closed_ && buffer_.size() != 0) {
         if (!request_began_) {
+            // At least one empty line before a request line is ignored (RFC 9112, 2.2).
+            const auto* p = static_cast<const char*>(buffer_.data().data());
+            std::size_t crlf = 0;
+            while (crlf < buffer_.size() && (p[crlf] == '\r' || p[crlf] == '\n')) ++crlf;
+            buffer_.consume(crlf);
+            if (buffer_.size() == 0) break;
             request_began_ = true;
             first_byte_ = ServeClock::now();
             arm(o_.request_timeout, Phase::request);
@@ -173,25 +181,27 @@ void HttpSession::reject_unparsed(error_code ec)
         ++server_.counters().malformed_http;
     }
     keep_alive_ = false;
-    RequestInfo info = request_info();
+    // A body over the limit is refused from its Content-Length, as the header ends: its
+    // fields are all there.
+    RequestInfo info = request_info(ec == http::error::body_limit);
     respond(std::move(info), e.status, error_body(e), error_end(e, loc));
 }
 
 // What the parser has of the request (all of it once it is done; the header, if that much
 // came, otherwise nothing), with its trace context.
-RequestInfo HttpSession::request_info()
+RequestInfo HttpSession::request_info(bool header_fields)
 {
     RequestInfo info;
     info.arrival = request_began_ ? first_byte_ : ServeClock::now();
     info.session = peer_;
-    if (parser_ && parser_->is_header_done()) {
+    if (parser_ && (parser_->is_header_done() || header_fields)) {
         auto& req = parser_->get();
         info.method = std::string(req.method_string());
         const std::string_view target = req.target();
         info.route = std::string(target.substr(0, target.find('?')));
         info.headers.reserve(16);
         for (const auto& f : req) info.headers.push_back({std::string(f.name_string()), std::string(f.value())});
-        if (parser_->is_done()) info.body = std::move(req.body());
+        info.body = std::move(req.body());  // what came of it, when the request was cut short
     }
     const HeaderTraceContext tc = trace_context_of(info.headers);
     info.trace_from_client = tc.context.has_value();
@@ -307,7 +317,14 @@ void HttpSession::stream_progress(Generation& g)
             response_complete_ = true;
         }
         queue_chunk(event_);
-        if (server_.writers_on()) g.streamed += event_;
+        if (server_.writers_on()) {
+            // The trace keeps the whole stream: sized once from the first event, not
+            // reallocated on the way (a chat stream with logprobs is ~0.5 KB a token; at most 256 KiB up front).
+            if (g.streamed.empty())
+                g.streamed.reserve(std::min<std::size_t>((event_.size() + 64) * (g.request.max_tokens + 3),
+                                                         std::size_t{256} << 10));
+            g.streamed += event_;
+        }
         if (last) out_ += stream_end;
         flush();
     }
@@ -401,10 +418,29 @@ void HttpSession::response_done()
         gen_.reset();
     }
     if (!keep_alive_ || close_after_write_) {
-        close();
+        linger();
         return;
     }
     await_request();
+}
+
+// Closing right after an error response while the client is still sending (a body past
+// --body-limit) would reset the connection under the answer it has yet to read: our side is
+// shut down first, and what still comes is read and dropped until the client closes, or for a
+// second at most (the lingering close of RFC 9112, section 9.6).
+void HttpSession::linger()
+{
+    parsing_ = false;
+    lingering_ = true;
+    error_code ec;
+    socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+    if (ec) {
+        close();
+        return;
+    }
+    buffer_.clear();
+    arm(std::chrono::milliseconds(1000), Phase::linger);
+    read_more();
 }
 
 // The client closed, reset, or stopped taking bytes: whatever was under way ends here.
@@ -519,6 +555,9 @@ void HttpSession::on_deadline(Phase p)
         respond(std::move(info), 408, error_body(e), std::move(end));
         return;
     }
+    case Phase::linger:
+        close();
+        return;
     case Phase::write:
         ++server_.counters().write_timeouts;
         peer_gone("write timeout");

@@ -57,7 +57,7 @@ public:
     void on_generation_progress() override;
 
 private:
-    enum class Phase { none, idle, request, write };
+    enum class Phase { none, idle, request, write, linger };
     using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
     void await_request();
@@ -66,7 +66,7 @@ private:
     void parse();
     void reject_unparsed(boost::system::error_code ec);
     void dispatch();
-    RequestInfo request_info();
+    RequestInfo request_info(bool header_fields = false);
     void generate(Endpoint endpoint, RequestInfo&& info);
     void respond(RequestInfo&& info, int status, std::string body, ExchangeEnd end,
                  std::string_view extra_headers = {});
@@ -77,6 +77,7 @@ private:
     void on_written(boost::system::error_code ec);
     void response_done();
     void peer_gone(const char* why);
+    void linger();
     void close();
     void arm(std::chrono::milliseconds d, Phase p);
     void disarm();
@@ -99,6 +100,7 @@ private:
     bool continue_sent_ = false;      // "100 Continue" answered an Expect header
     bool keep_alive_ = true;
     bool closed_ = false;
+    bool lingering_ = false;          // our side shut down; the client's bytes discarded
     bool close_after_write_ = false;
     bool response_complete_ = false;  // every byte of the response is queued
     ServeClock::time_point first_byte_{};

@@ -63,7 +63,7 @@ ModelServer::ModelServer(boost::asio::io_context& loop, const ServeOptions& o)
     : loop_(loop),
       o_(o),
       model_(engine_options(o)),
-      writers_(o.writers ? std::make_unique<ServeWriters>(loop.get_executor(), model_) : nullptr),
+      writers_(o.writers ? std::make_unique<ServeWriters>(loop.get_executor(), model_, o.writer_flush) : nullptr),
       config_(stage_config(o, model_)),
       stage_(snap::SnapshotStage::create(
           config_, model_.backend,

@@ -54,6 +54,11 @@ bool parse_serve_options(std::span<char*> args, ServeOptions& o, std::string& er
             if (v == "on") o.writers = true;
             else if (v == "off") o.writers = false;
             else return bad();
+        } else if (a == "--writer-flush-ms") {
+            if (!value()) return false;
+            std::uint64_t ms = 0;
+            if (!number(v, ms) || ms > 10000) return bad();
+            o.writer_flush = std::chrono::milliseconds(ms);
         } else if (a == "--max-connections") {
             if (!value()) return false;
             if (!number(v, o.max_connections) || o.max_connections == 0) return bad();

@@ -20,6 +20,9 @@ struct ServeOptions {
     std::uint16_t port = 8000;          // ... port 0 picks a free one, printed at start
     bool writers = true;                // --writers on|off: off runs no writer at all (and
                                         // captures no first-gen rows): the cost baseline
+    // --writer-flush-ms: how long a record may wait for its batch to fill; past it the batch
+    // is written (0: at once, one hand-off per record when the load is light)
+    std::chrono::milliseconds writer_flush{20};
     std::size_t max_connections = 10000;  // --max-connections N: past it, new ones are closed
     std::size_t header_limit = 16 * 1024;  // --header-limit BYTES: a larger header block: 431
     std::size_t body_limit = 1024 * 1024;  // --body-limit BYTES: a larger body: 413

@@ -3,9 +3,27 @@
 
 #include "../demo/demo_writer_options.hpp"
 
-namespace jsonlw::serve {
+#include <algorithm>
 
-ServeWriters::ServeWriters(const boost::asio::any_io_executor& ex, const tools::DemoOptions& o)
+namespace jsonlw::serve {
+namespace {
+
+// A server's writers batch over time: a record waits up to `flush` for its batch to fill, and
+// an emptied queue is looked at every 5 ms, so the loop wakes each drain a few dozen times a
+// second instead of a thousand and hands each I/O thread one batch per period, not one per
+// record (docs/serving.md, "What the writers cost the server").
+template <class Options>
+Options paced(Options w, std::chrono::milliseconds flush)
+{
+    w.flush_interval = flush;
+    w.idle_poll = std::min<std::chrono::microseconds>(flush, std::chrono::milliseconds(5));
+    return w;
+}
+
+}  // namespace
+
+ServeWriters::ServeWriters(const boost::asio::any_io_executor& ex, const tools::DemoOptions& o,
+                           std::chrono::milliseconds flush)
     : raw_sink_(std::make_shared<PartitionedFileSink>(
           PartitionedFileSinkOptions{.retention = tools::demo_retention(o)})),
       trace_sink_(std::make_shared<PartitionedFileSink>(
@@ -14,9 +32,10 @@ ServeWriters::ServeWriters(const boost::asio::any_io_executor& ex, const tools::
           .rotate_bytes = o.rotate_bytes,
           .rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms),
           .retention = tools::demo_retention(o)})),
-      raw_(ex, tools::demo_raw_options(o, nullptr, raw_sink_)),
-      trace_(ex, tools::demo_trace_options(o, nullptr, trace_sink_)),
-      perf_(ex, o.out / "perf_metrics", "server", tools::demo_perf_options(o, nullptr, perf_sink_))
+      raw_(ex, paced(tools::demo_raw_options(o, nullptr, raw_sink_), flush)),
+      trace_(ex, paced(tools::demo_trace_options(o, nullptr, trace_sink_), flush)),
+      perf_(ex, o.out / "perf_metrics", "server",
+            paced(tools::demo_perf_options(o, nullptr, perf_sink_), flush))
 {
 }
 

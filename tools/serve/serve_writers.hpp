@@ -34,7 +34,9 @@ struct WritersOutcome {
 
 class ServeWriters {
 public:
-    ServeWriters(const boost::asio::any_io_executor& ex, const tools::DemoOptions& o);
+    // `flush`: the writers' flush_interval (--writer-flush-ms).
+    ServeWriters(const boost::asio::any_io_executor& ex, const tools::DemoOptions& o,
+                 std::chrono::milliseconds flush);
 
     void start();
     // Closes all three (each within its shutdown timeout) and calls `done` on the executor.
