@@ -119,6 +119,7 @@ jsonlw demo --in-process [model options] [in-process options]
 constexpr std::string_view serve_help = R"(jsonlw serve [--listen HOST:PORT] [--writers on|off] [--header-limit BYTES]
              [--body-limit BYTES] [--header-timeout-ms MS] [--idle-timeout-ms MS]
              [--write-timeout-ms MS] [--shutdown-timeout-ms MS] [--max-connections N]
+             [--writer-flush-ms MS]
              [--model-name NAME] [--max-tokens-limit N] [model options of jsonlw demo]
   An OpenAI-compatible HTTP/1.1 server (Boost.Beast) in the writers' Asio loop, over the
   demo's seeded synthetic model: POST /v1/completions and /v1/chat/completions (JSON, or
@@ -131,6 +132,8 @@ constexpr std::string_view serve_help = R"(jsonlw serve [--listen HOST:PORT] [--
     --listen HOST:PORT  where to listen (default 127.0.0.1:8000; port 0 picks a free one,
                         printed first: "listening on http://HOST:PORT")
     --writers on|off    off: no writer at all (the cost baseline; default on)
+    --writer-flush-ms MS  a record waits up to MS for its batch to fill (default 20; 0: at
+                        once, one hand-off to the I/O thread per record at light load)
     --header-limit B    a larger header block is answered 431 (default 16384)
     --body-limit B      a larger body is answered 413 (default 1048576)
     --header-timeout-ms a request must arrive whole this long after its first byte, else

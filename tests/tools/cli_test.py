@@ -64,9 +64,9 @@ def check_html(name, path, figures):
 with tempfile.TemporaryDirectory() as tmp:
     rc, out, _ = run("--help")
     expect("--help exits 0", rc == 0)
-    for cmd in ("jsonlw demo", "jsonlw report", "jsonlw validate", "jsonlw verify"):
+    for cmd in ("jsonlw demo", "jsonlw serve", "jsonlw report", "jsonlw validate", "jsonlw verify"):
         expect(f"--help documents {cmd}", cmd in out)
-    expect("--help states exit statuses for all four", out.count("exit status:") == 4)
+    expect("--help states exit statuses for all five", out.count("exit status:") == 5)
     expect("jsonlw verify without DIR exits 2", run("verify")[0] == 2)
     expect("jsonlw verify of a directory without a manifest exits 2",
            run("verify", os.path.join(DATA, "validate"))[0] == 2)

@@ -1,21 +1,11 @@
 #include "demo_options.hpp"
+#include "option_number.hpp"
 
 #include <jsonlw/chain_manifest.hpp>
 
-#include <charconv>
 #include <string_view>
 
 namespace jsonlw::tools {
-namespace {
-
-template <class T>
-bool number(std::string_view s, T& out)
-{
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size();
-}
-
-}  // namespace
 
 bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& error)
 {
@@ -36,19 +26,19 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
         };
         if (a == "--requests") {
             if (!value(v)) return false;
-            if (!number(v, o.requests) || o.requests == 0) return bad();
+            if (!option_number(v, o.requests) || o.requests == 0) return bad();
         } else if (a == "--rate") {
             if (!value(v)) return false;
-            if (!number(v, o.rate) || !(o.rate > 0) || o.rate > 1e7) return bad();
+            if (!option_number(v, o.rate) || !(o.rate > 0) || o.rate > 1e7) return bad();
         } else if (a == "--concurrency") {
             if (!value(v)) return false;
-            if (!number(v, o.concurrency) || o.concurrency == 0 || o.concurrency > 4096) return bad();
+            if (!option_number(v, o.concurrency) || o.concurrency == 0 || o.concurrency > 4096) return bad();
         } else if (a == "--vocab") {
             if (!value(v)) return false;
-            if (!number(v, o.vocab) || o.vocab < 32 || o.vocab > 262144) return bad();
+            if (!option_number(v, o.vocab) || o.vocab < 32 || o.vocab > 262144) return bad();
         } else if (a == "--seed") {
             if (!value(v)) return false;
-            if (!number(v, o.seed)) return bad();
+            if (!option_number(v, o.seed)) return bad();
         } else if (a == "--out") {
             if (!value(v)) return false;
             if (v.empty()) return bad();
@@ -62,13 +52,13 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
         } else if (a == "--tokens") {
             if (!value(v)) return false;
             const auto dash = v.find('-');
-            if (dash == std::string_view::npos || !number(v.substr(0, dash), o.min_tokens) ||
-                !number(v.substr(dash + 1), o.max_tokens) || o.min_tokens < 1 ||
+            if (dash == std::string_view::npos || !option_number(v.substr(0, dash), o.min_tokens) ||
+                !option_number(v.substr(dash + 1), o.max_tokens) || o.min_tokens < 1 ||
                 o.max_tokens < o.min_tokens || o.max_tokens > 100000)
                 return bad();
         } else if (a == "--top-k") {
             if (!value(v)) return false;
-            if (!number(v, o.top_k) || o.top_k < 1 || o.top_k > 64) return bad();
+            if (!option_number(v, o.top_k) || o.top_k < 1 || o.top_k > 64) return bad();
         } else if (a == "--dtype") {
             if (!value(v)) return false;
             if (v == "f32" || v == "float32") o.dtype = snapshot::LogitDType::f32;
@@ -77,10 +67,10 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
             else return bad();
         } else if (a == "--step-us") {
             if (!value(v)) return false;
-            if (!number(v, o.step_us) || o.step_us > 10'000'000) return bad();
+            if (!option_number(v, o.step_us) || o.step_us > 10'000'000) return bad();
         } else if (a == "--first-gen-every") {
             if (!value(v)) return false;
-            if (!number(v, o.first_gen_every)) return bad();
+            if (!option_number(v, o.first_gen_every)) return bad();
         } else if (a == "--capture") {
             if (!value(v)) return false;
             const auto c = parse_capture(v);
@@ -108,44 +98,44 @@ bool parse_demo_options(std::span<char*> args, DemoOptions& o, std::string& erro
             }
         } else if (a == "--rotate-bytes") {
             if (!value(v)) return false;
-            if (!number(v, o.rotate_bytes)) return bad();
+            if (!option_number(v, o.rotate_bytes)) return bad();
         } else if (a == "--rotate-interval-ms") {
             if (!value(v)) return false;
             // Bounded so that the milliseconds fit the writer's duration type with room.
-            if (!number(v, o.rotate_interval_ms) || o.rotate_interval_ms > 365ull * 86'400'000)
+            if (!option_number(v, o.rotate_interval_ms) || o.rotate_interval_ms > 365ull * 86'400'000)
                 return bad();
         } else if (a == "--retain-files") {
             if (!value(v)) return false;
-            if (!number(v, o.retain_files)) return bad();
+            if (!option_number(v, o.retain_files)) return bad();
         } else if (a == "--retain-bytes") {
             if (!value(v)) return false;
-            if (!number(v, o.retain_bytes)) return bad();
+            if (!option_number(v, o.retain_bytes)) return bad();
         } else if (a == "--retain-age-ms") {
             if (!value(v)) return false;
-            if (!number(v, o.retain_age_ms) || o.retain_age_ms > 365ull * 86'400'000) return bad();
+            if (!option_number(v, o.retain_age_ms) || o.retain_age_ms > 365ull * 86'400'000) return bad();
         } else if (a == "--kafka") {
             o.kafka = true;
         } else if (a == "--ring-slots") {
             if (!value(v)) return false;
-            if (!number(v, o.ring_slots) || o.ring_slots < 2 || o.ring_slots > 1024) return bad();
+            if (!option_number(v, o.ring_slots) || o.ring_slots < 2 || o.ring_slots > 1024) return bad();
         } else if (a == "--stage-threads") {
             if (!value(v)) return false;
-            if (!number(v, o.stage_threads) || o.stage_threads < 0 || o.stage_threads > 256) return bad();
+            if (!option_number(v, o.stage_threads) || o.stage_threads < 0 || o.stage_threads > 256) return bad();
         } else if (a == "--stage-nice") {
             if (!value(v)) return false;
-            if (!number(v, o.stage_nice) || o.stage_nice < 0 || o.stage_nice > 19) return bad();
+            if (!option_number(v, o.stage_nice) || o.stage_nice < 0 || o.stage_nice > 19) return bad();
         } else if (a == "--stage-wait-ms") {
             if (!value(v)) return false;
-            if (!number(v, o.stage_wait_ms) || o.stage_wait_ms > 10'000) return bad();
+            if (!option_number(v, o.stage_wait_ms) || o.stage_wait_ms > 10'000) return bad();
         } else if (a == "--writer-queue") {
             if (!value(v)) return false;
-            if (!number(v, o.writer_queue) || o.writer_queue > (std::size_t{1} << 24)) return bad();
+            if (!option_number(v, o.writer_queue) || o.writer_queue > (std::size_t{1} << 24)) return bad();
         } else if (a == "--slow-disk-us") {
             if (!value(v)) return false;
-            if (!number(v, o.slow_disk_us) || o.slow_disk_us > 10'000'000) return bad();
+            if (!option_number(v, o.slow_disk_us) || o.slow_disk_us > 10'000'000) return bad();
         } else if (a == "--server-us") {
             if (!value(v)) return false;
-            if (!number(v, o.server_us) || o.server_us > 10'000'000) return bad();
+            if (!option_number(v, o.server_us) || o.server_us > 10'000'000) return bad();
         } else if (a == "--summary-json") {
             if (!value(v)) return false;
             if (v.empty()) return bad();

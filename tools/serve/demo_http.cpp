@@ -6,6 +6,7 @@
 // requests (client_join.hpp), and `jsonlw report` over what the writers wrote. With
 // --in-process, the simulation that needs no sockets (tools/demo/demo.cpp) runs instead.
 #include "../commands.hpp"
+#include "../demo/option_number.hpp"
 #include "../demo/output_dir.hpp"
 #include "client_join.hpp"
 #include "load_client.hpp"
@@ -14,7 +15,6 @@
 
 #include <jsonlw/report/report.hpp>
 
-#include <charconv>
 #include <cstdio>
 #include <string_view>
 #include <thread>
@@ -22,13 +22,6 @@
 
 namespace jsonlw::tools {
 namespace {
-
-template <class T>
-bool number(std::string_view s, T& out)
-{
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size();
-}
 
 // The client's own flags; the rest are `jsonlw serve`'s and the model's.
 bool parse_client_options(std::span<char*> args, serve::LoadOptions& c, std::vector<char*>& rest,
@@ -53,10 +46,10 @@ bool parse_client_options(std::span<char*> args, serve::LoadOptions& c, std::vec
         }
         const std::string_view v = args[++i];
         bool ok = false;
-        if (a == "--stream-share") ok = number(v, c.stream_share) && c.stream_share >= 0 && c.stream_share <= 1;
-        else if (a == "--chat-share") ok = number(v, c.chat_share) && c.chat_share >= 0 && c.chat_share <= 1;
-        else if (a == "--disconnect-every") ok = number(v, c.disconnect_every);
-        else if (a == "--connections") ok = number(v, c.connections) && c.connections > 0;
+        if (a == "--stream-share") ok = option_number(v, c.stream_share) && c.stream_share >= 0 && c.stream_share <= 1;
+        else if (a == "--chat-share") ok = option_number(v, c.chat_share) && c.chat_share >= 0 && c.chat_share <= 1;
+        else if (a == "--disconnect-every") ok = option_number(v, c.disconnect_every);
+        else if (a == "--connections") ok = option_number(v, c.connections) && c.connections > 0;
         if (!ok) {
             error = "bad value for " + std::string(a) + ": " + std::string(v);
             return false;

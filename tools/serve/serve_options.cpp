@@ -1,24 +1,19 @@
 // `jsonlw serve`'s command line (serve_options.hpp).
 #include "serve_options.hpp"
+#include "../demo/option_number.hpp"
 
-#include <charconv>
 #include <string_view>
 #include <vector>
 
 namespace jsonlw::serve {
 namespace {
 
-template <class T>
-bool number(std::string_view s, T& out)
-{
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size();
-}
+using tools::option_number;
 
 bool milliseconds(std::string_view s, std::chrono::milliseconds& out)
 {
     std::uint64_t ms = 0;
-    if (!number(s, ms) || ms == 0 || ms > 24ull * 3600 * 1000) return false;
+    if (!option_number(s, ms) || ms == 0 || ms > 24ull * 3600 * 1000) return false;
     out = std::chrono::milliseconds(ms);
     return true;
 }
@@ -48,7 +43,7 @@ bool parse_serve_options(std::span<char*> args, ServeOptions& o, std::string& er
             const auto colon = v.rfind(':');
             if (colon == std::string_view::npos || colon == 0) return bad();
             o.host = std::string(v.substr(0, colon));
-            if (!number(v.substr(colon + 1), o.port)) return bad();
+            if (!option_number(v.substr(colon + 1), o.port)) return bad();
         } else if (a == "--writers") {
             if (!value()) return false;
             if (v == "on") o.writers = true;
@@ -57,17 +52,17 @@ bool parse_serve_options(std::span<char*> args, ServeOptions& o, std::string& er
         } else if (a == "--writer-flush-ms") {
             if (!value()) return false;
             std::uint64_t ms = 0;
-            if (!number(v, ms) || ms > 10000) return bad();
+            if (!option_number(v, ms) || ms > 10000) return bad();
             o.writer_flush = std::chrono::milliseconds(ms);
         } else if (a == "--max-connections") {
             if (!value()) return false;
-            if (!number(v, o.max_connections) || o.max_connections == 0) return bad();
+            if (!option_number(v, o.max_connections) || o.max_connections == 0) return bad();
         } else if (a == "--header-limit") {
             if (!value()) return false;
-            if (!number(v, o.header_limit) || o.header_limit < 256) return bad();
+            if (!option_number(v, o.header_limit) || o.header_limit < 256) return bad();
         } else if (a == "--body-limit") {
             if (!value()) return false;
-            if (!number(v, o.body_limit) || o.body_limit == 0) return bad();
+            if (!option_number(v, o.body_limit) || o.body_limit == 0) return bad();
         } else if (a == "--header-timeout-ms") {
             if (!value()) return false;
             if (!milliseconds(v, o.request_timeout)) return bad();
@@ -86,7 +81,7 @@ bool parse_serve_options(std::span<char*> args, ServeOptions& o, std::string& er
             o.api.model = std::string(v);
         } else if (a == "--max-tokens-limit") {
             if (!value()) return false;
-            if (!number(v, o.api.max_tokens) || o.api.max_tokens == 0) return bad();
+            if (!option_number(v, o.api.max_tokens) || o.api.max_tokens == 0) return bad();
         } else {
             model_args.push_back(args[i]);
         }
