@@ -20,7 +20,7 @@ int main()
     const jsonlw::TokenLogprob lp{.token_id = id, .logprob = double(-0.1234567f), .rank = 1,
                                   .top = {{42, double(-0.1234567f)}, {7, double(-2.5f)}}};
 
-    // The response's event, as jsonlw serve writes it (tools/serve/openai_api.cpp).
+    // The response's event, as jsonlw serve writes it (tools/serve/openai_response.cpp).
     jsonlw::LineBuffer buf;
     jsonlw::JsonLine event(buf);
     event.begin_object().field("token", " the").key("logprob");
