@@ -18,8 +18,6 @@ namespace {
 namespace http = boost::beast::http;
 using boost::system::error_code;
 
-constexpr std::string_view stream_end = "0\r\n\r\n";
-
 // A traceparent for a request that came without a valid one: random ids, sampled.
 TraceContext made_trace_context()
 {
@@ -88,8 +86,7 @@ void HttpSession::await_request()
     continue_sent_ = false;
     response_complete_ = false;
     json_body_.clear();
-    emitted_ = 0;
-    text_offset_ = 0;
+    answer_.reset();
     if (buffer_.size() != 0) {
         parse();  // pipelined bytes already here
     } else {
@@ -279,71 +276,9 @@ void HttpSession::generate(Endpoint endpoint, RequestInfo&& info)
 void HttpSession::on_generation_progress()
 {
     if (!gen_ || closed_ || gen_->ended || response_complete_) return;
-    if (gen_->request.stream) stream_progress(*gen_);
-    else whole_progress(*gen_);
-}
-
-// The tokens settled since the last event, as one event; at the end the finish reason, the
-// usage event when asked for, [DONE] and the chunked body's end.
-void HttpSession::stream_progress(Generation& g)
-{
-    const bool last = g.engine_done;
-    if (emitted_ < g.settled || last) {
-        tokens_.clear();
-        std::size_t chars = 0;
-        for (std::size_t i = emitted_; i < g.settled; ++i) {
-            tokens_.push_back(GeneratedToken{g.token_ids[i], g.data[i] ? &*g.data[i] : nullptr});
-            chars += token_text(g.token_ids[i]).size();
-        }
-        event_.clear();
-        bool first_chunk = emitted_ == 0;
-        if (first_chunk && !tokens_.empty() && g.request.endpoint == Endpoint::chat_completions) {
-            // The role alone first, as OpenAI and vLLM send it: the openai SDK's stream helper
-            // takes the first chunk's logprobs as its list and appends every later chunk's
-            // to it, so tokens on the role chunk would reach its final completion twice.
-            append_chunk_event(event_, g.request, g.meta(), {}, 0, true, FinishReason{});
-            first_chunk = false;
-        }
-        append_chunk_event(event_, g.request, g.meta(), tokens_, text_offset_, first_chunk,
-                           last ? g.finish_reason() : FinishReason{});
-        if (emitted_ == 0 && !tokens_.empty()) g.server_first_token = ServeClock::now();
-        emitted_ = g.settled;
-        text_offset_ += chars;
-        if (last) {
-            if (g.request.include_usage)
-                append_usage_event(event_, g.request, g.meta(),
-                                   Usage{g.request.prompt_tokens, std::uint32_t(g.token_ids.size())});
-            event_ += done_event;
-            response_complete_ = true;
-        }
-        queue_chunk(event_);
-        if (server_.writers_on()) {
-            // The trace keeps the whole stream: sized once from the first event, not
-            // reallocated on the way (a chat stream with logprobs is ~0.5 KB a token; at most 256 KiB up front).
-            if (g.streamed.empty())
-                g.streamed.reserve(std::min<std::size_t>((event_.size() + 64) * (g.request.max_tokens + 3),
-                                                         std::size_t{256} << 10));
-            g.streamed += event_;
-        }
-        if (last) out_ += stream_end;
-        flush();
-    }
-}
-
-void HttpSession::whole_progress(Generation& g)
-{
-    if (!g.engine_done) return;
-    tokens_.clear();
-    for (std::size_t i = 0; i < g.token_ids.size(); ++i)
-        tokens_.push_back(GeneratedToken{g.token_ids[i], g.data[i] ? &*g.data[i] : nullptr});
-    json_body_ = completion_body(g.request, g.meta(), tokens_, g.finish_reason(),
-                                 Usage{g.request.prompt_tokens, std::uint32_t(g.token_ids.size())});
-    out_ += head(200, "application/json", json_body_.size(),
-                 fmt::format("x-request-id: {}\r\ntraceparent: {}\r\n", g.id, g.trace.traceparent()));
-    out_ += json_body_;
-    g.server_first_token = ServeClock::now();
-    response_complete_ = true;
-    flush();
+    const std::size_t before = out_.size();
+    response_complete_ = answer_.progress(*gen_, keep_alive_, server_.writers_on(), out_, json_body_);
+    if (out_.size() != before) flush();
 }
 
 // A whole response to a request that did not reach the engine; recorded as it is queued.
@@ -354,29 +289,12 @@ void HttpSession::respond(RequestInfo&& info, int status, std::string body, Exch
     disarm();
     const std::string tp = info.trace.traceparent();
     server_.record_exchange(std::move(info), std::move(end));
-    out_ += head(status, "application/json", body.size(),
-                 fmt::format("{}traceparent: {}\r\n", extra_headers, tp));
+    out_ += response_head(status, "application/json", body.size(),
+                          fmt::format("{}traceparent: {}\r\n", extra_headers, tp), keep_alive_);
     out_ += body;
     response_complete_ = true;
     if (!keep_alive_) close_after_write_ = true;
     flush();
-}
-
-std::string HttpSession::head(int status, std::string_view content_type, std::size_t length,
-                              std::string_view extra) const
-{
-    return fmt::format("HTTP/1.1 {} {}\r\nServer: jsonlw\r\nContent-Type: {}\r\n"
-                       "Content-Length: {}\r\n{}{}\r\n",
-                       status, std::string_view(http::obsolete_reason(http::status(status))),
-                       content_type, length, extra, keep_alive_ ? "" : "Connection: close\r\n");
-}
-
-void HttpSession::queue_chunk(std::string_view data)
-{
-    if (data.empty()) return;
-    fmt::format_to(std::back_inserter(out_), "{:x}\r\n", data.size());
-    out_ += data;
-    out_ += "\r\n";
 }
 
 void HttpSession::flush()
@@ -470,12 +388,11 @@ void HttpSession::shutdown()
         const ApiError e{503, "the server is shutting down", "server_error", std::nullopt,
                          "server_shutdown"};
         if (gen_->request.stream) {
-            event_ = "data: " + error_body(e) + "\n\n";
-            queue_chunk(event_);
-            out_ += stream_end;
+            append_chunk(out_, "data: " + error_body(e) + "\n\n");
+            out_ += chunked_end;
         } else {
             const std::string body = error_body(e);
-            out_ += head(503, "application/json", body.size(), {});
+            out_ += response_head(503, "application/json", body.size(), {}, keep_alive_);
             out_ += body;
         }
         gen_.reset();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "generation.hpp"
+#include "generation_response.hpp"
 #include "model_server.hpp"
 #include "serve_options.hpp"
 
@@ -70,9 +71,6 @@ private:
     void generate(Endpoint endpoint, RequestInfo&& info);
     void respond(RequestInfo&& info, int status, std::string body, ExchangeEnd end,
                  std::string_view extra_headers = {});
-    void stream_progress(Generation& g);
-    void whole_progress(Generation& g);
-    void queue_chunk(std::string_view data);
     void flush();
     void on_written(boost::system::error_code ec);
     void response_done();
@@ -82,8 +80,6 @@ private:
     void arm(std::chrono::milliseconds d, Phase p);
     void disarm();
     void on_deadline(Phase p);
-    std::string head(int status, std::string_view content_type, std::size_t length,
-                     std::string_view extra) const;
 
     boost::asio::ip::tcp::socket socket_;
     ModelServer& server_;
@@ -113,10 +109,7 @@ private:
 
     std::shared_ptr<Generation> gen_;  // the generation this connection answers
     std::string json_body_;            // a whole response's body, for the trace
-    std::size_t emitted_ = 0;          // tokens of gen_ sent
-    std::size_t text_offset_ = 0;
-    std::vector<GeneratedToken> tokens_;  // reused
-    std::string event_;                   // reused
+    GenerationResponse answer_;        // gen_'s bytes as its tokens settle
 };
 
 }  // namespace jsonlw::serve
