@@ -61,7 +61,6 @@ struct Generation {
     std::size_t settled = 0;      // tokens [0, settled) have their data or never will
     bool engine_done = false;     // every token generated and settled
     bool ended = false;           // the response ended (ModelServer::end); nothing more comes
-    bool raw_final_sent = false;  // the raw-output writer has the output's final chunk
     std::string streamed;         // the event stream as sent, for the response trace
 
     std::weak_ptr<GenerationListener> listener;

@@ -163,16 +163,16 @@ void ModelServer::end(Generation& g, GenerationEnd how, std::string body)
     counters_.tokens_streamed += g.settled;
     if (!g.engine_done) engine_.cancel(g.id);
     if (writers_) {
-        if (!g.raw_final_sent) {
-            OutputChunk last;
-            last.request_id = g.id;
-            last.streaming = g.request.stream;
-            last.is_final = true;
-            last.aborted = !completed;
-            last.trace_context = g.trace;  // an output of no tokens starts here
-            writers_->raw().on_chunk(last);
-            g.raw_final_sent = true;
-        }
+        // The raw output ends with the response, not with the engine: a client that left
+        // after the last token was generated but before it was sent makes it aborted too, as
+        // its response line and perf record say.
+        OutputChunk last;
+        last.request_id = g.id;
+        last.streaming = g.request.stream;
+        last.is_final = true;
+        last.aborted = !completed;
+        last.trace_context = g.trace;  // an output of no tokens starts here
+        writers_->raw().on_chunk(last);
         ResponseTrace resp;
         resp.trace_id = g.trace_id;
         resp.session = g.session;
@@ -323,15 +323,6 @@ void ModelServer::settle_finished()
         if (!g || g->ended) continue;
         g->settled = g->token_ids.size();
         g->engine_done = true;
-        if (writers_) {
-            OutputChunk last;
-            last.request_id = g->id;
-            last.streaming = g->request.stream;
-            last.is_final = true;
-            last.trace_context = g->trace;
-            writers_->raw().on_chunk(last);
-            g->raw_final_sent = true;
-        }
         tell(*g);
     }
 }
