@@ -28,6 +28,7 @@
 #include "demo_engine.hpp"
 #include "demo_kafka.hpp"
 #include "demo_options.hpp"
+#include "demo_perf_record.hpp"
 #include "demo_summary.hpp"
 #include "demo_writer_options.hpp"
 #include "output_dir.hpp"
@@ -367,25 +368,11 @@ private:
         resp.trace_context = r.trace;
         trace_.record_response(std::move(resp));
 
-        PerfMetricsRecord rec;
-        rec.request_id = std::to_string(r.id);
-        rec.trace_context = r.trace;
-        PhaseRecord& p = rec.server.emplace();
-        const auto s = [](Clock::time_point t) -> std::optional<double> {
-            if (t == Clock::time_point{}) return std::nullopt;
-            return steady_seconds(t);
-        };
-        p.first_iter = 0;
-        p.last_iter = std::int64_t(r.tokens_seen) - 1;
-        p.timing_metrics.arrival_time = s(r.enqueued);
-        p.timing_metrics.server_arrival_time = s(r.arrival);
-        p.timing_metrics.first_scheduled_time = s(r.scheduled);
-        p.timing_metrics.first_token_time = s(r.first_token);
-        p.timing_metrics.server_first_token_time = s(r.server_first_token);
-        p.timing_metrics.last_token_time = s(r.last_token);
-        const std::int64_t blocks = (std::int64_t(r.max_tokens) + 63) / 64 + 1;
-        p.kv_cache_metrics = KvCacheMetrics{blocks, blocks, 0, blocks, std::nullopt};
-        perf_.submit(std::move(rec));
+        perf_.submit(demo_perf_record(std::to_string(r.id), "complete", r.trace,
+                                      RequestStamps{r.arrival, r.enqueued, r.scheduled,
+                                                    r.first_token, r.server_first_token,
+                                                    r.last_token},
+                                      std::int64_t(r.tokens_seen), r.max_tokens));
         ++finished_;
         progress_->advance(1);
     }

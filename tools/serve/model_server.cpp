@@ -1,6 +1,7 @@
 // The model side of `jsonlw serve` (model_server.hpp).
 #include "model_server.hpp"
 
+#include "../demo/demo_perf_record.hpp"
 #include "../demo/demo_writer_options.hpp"
 
 #include <jsonlw/raw_output_snapshot.hpp>
@@ -22,12 +23,6 @@ namespace snap = jsonlw::snapshot;
 double steady_seconds(ServeClock::time_point t)
 {
     return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
-
-std::optional<double> stamp(ServeClock::time_point t)
-{
-    if (t == ServeClock::time_point{}) return std::nullopt;
-    return steady_seconds(t);
 }
 
 tools::DemoOptions engine_options(const ServeOptions& o)
@@ -191,22 +186,11 @@ void ModelServer::end(Generation& g, GenerationEnd how, std::string body)
                                          : TraceResponseBody{ResponseKind::json, std::move(body)};
         writers_->trace().record_response(std::move(resp));
 
-        PerfMetricsRecord rec;
-        rec.request_id = std::to_string(g.id);
-        rec.status = completed ? "complete" : "aborted";
-        rec.trace_context = g.trace;
-        PhaseRecord& p = rec.server.emplace();
-        p.first_iter = 0;
-        p.last_iter = std::int64_t(g.token_ids.size()) - 1;
-        p.timing_metrics.arrival_time = stamp(g.enqueued);
-        p.timing_metrics.server_arrival_time = stamp(g.arrival);
-        p.timing_metrics.first_scheduled_time = stamp(g.scheduled);
-        p.timing_metrics.first_token_time = stamp(g.first_token);
-        p.timing_metrics.server_first_token_time = stamp(g.server_first_token);
-        p.timing_metrics.last_token_time = stamp(g.last_token);
-        const std::int64_t blocks = (std::int64_t(g.request.max_tokens) + 63) / 64 + 1;
-        p.kv_cache_metrics = KvCacheMetrics{blocks, blocks, 0, blocks, std::nullopt};
-        writers_->perf().submit(std::move(rec));
+        writers_->perf().submit(tools::demo_perf_record(
+            std::to_string(g.id), completed ? "complete" : "aborted", g.trace,
+            tools::RequestStamps{g.arrival, g.enqueued, g.scheduled, g.first_token,
+                                 g.server_first_token, g.last_token},
+            std::int64_t(g.token_ids.size()), g.request.max_tokens));
     }
     live_.erase(g.id);  // g may be gone now unless its session still holds it
 }
