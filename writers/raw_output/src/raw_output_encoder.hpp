@@ -13,6 +13,7 @@
 #include "record_shells.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,8 +38,10 @@ public:
 
     void serialize(const RawOutputRecord& rec, JsonLine& line) override;
     bool concurrent_serialize() const noexcept override { return true; }
-    // Groups the batch by the hour of finished_at: one group of lines per hour folder; then
-    // hands the records' buffers back to the hook for new outputs.
+    // "<UTC hour of finished_at>/<file name>": the hour folder's file.
+    void key(const RawOutputRecord& rec, std::string& key) override;
+    // The batch by key (the engine's grouping); then the records' buffers go back to the
+    // hook for new outputs.
     void write_batch(std::span<const RawOutputRecord> batch,
                      BatchOutput<RawOutputRecord>& out) override;
     std::size_t record_bytes(const RawOutputRecord& rec) const noexcept override
@@ -48,6 +51,11 @@ public:
 
 private:
     const std::string file_name_;
+    // key()'s last hour and its key: records of one batch mostly share an hour, so the
+    // folder name is formatted once per hour, not once per record (I/O thread).
+    std::chrono::time_point<WallClock, std::chrono::hours> last_hour_ =
+        std::chrono::time_point<WallClock, std::chrono::hours>::min();
+    std::string last_key_;
     RecordShells& shells_;
     // Capture::metadata: digests_[serializer_slot()], that slot's thread's alone.
     std::vector<ContentDigest> digests_;

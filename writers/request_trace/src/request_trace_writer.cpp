@@ -102,8 +102,9 @@ std::string file_name(Kind k, std::string_view suffix)
     return fmt::format("{}{}.jsonl", k == Kind::request ? "requests" : "responses", suffix);
 }
 
-// The writer's encoder: a request or response record as a line; a batch grouped by (UTC
-// hour, kind), each group to the sink under "<hour>/<requests|responses><suffix>.jsonl".
+// The writer's encoder: a request or response record as a line, keyed by (UTC hour, kind):
+// the engine sends each key's group to the sink under "<hour>/<requests|responses><suffix>.jsonl"
+// (in durable mode the LedgerSink in front of it mirrors what lands and publishes the sidecar).
 // I/O thread only (serializer_threads is 1: the parser, scratch and digest are shared).
 class TraceEncoder final : public RecordEncoder<RequestTraceRecord> {
 public:
@@ -120,8 +121,8 @@ public:
         if (capture == Capture::metadata)
             counters->metadata_captured.fetch_add(1, std::memory_order_relaxed);
     }
-    void write_batch(std::span<const RequestTraceRecord> batch,
-                     BatchOutput<RequestTraceRecord>& out) override;
+    // "<UTC hour>/<requests|responses><suffix>.jsonl": the hour folder's file of its kind.
+    void key(const RequestTraceRecord& rec, std::string& key) override;
     std::size_t record_bytes(const RequestTraceRecord& rec) const noexcept override;
 
 private:
@@ -282,12 +283,6 @@ private:
         line.end_object();
     }
 
-    struct Group {
-        std::chrono::sys_time<std::chrono::hours> hour;
-        Kind kind;
-        std::vector<const RequestTraceRecord*> records;
-    };
-
     const std::string suffix;
     const LogSink log;
     const Capture capture;
@@ -298,8 +293,10 @@ private:
     std::vector<char> minified;
     LineBuffer stamp;
     detail::ContentDigest digest;  // Capture::metadata's
-    std::vector<Group> groups;  // reused: entries past `used` keep their capacity
-    std::size_t used = 0;
+    // key()'s last (hour, kind) and its key: formatted once per hour and kind, not per record.
+    std::chrono::sys_time<std::chrono::hours> last_hour{std::chrono::hours::min()};
+    Kind last_kind = Kind::request;
+    std::string last_key;
 };
 
 }  // namespace
@@ -367,38 +364,16 @@ std::filesystem::path RequestTraceWriter::responses_file(WallClock::time_point t
     return directory_ / utc_hour(t) / file_name(Kind::response, suffix_);
 }
 
-void TraceEncoder::write_batch(std::span<const RequestTraceRecord> batch,
-                               BatchOutput<RequestTraceRecord>& out)
+void TraceEncoder::key(const RequestTraceRecord& rec, std::string& key)
 {
-    TraceEncoder& d = *this;
-    d.used = 0;
-    // Group by (UTC hour, kind), in order of first appearance; order within a group kept.
-    for (const RequestTraceRecord& rec : batch) {
-        const auto hour = std::chrono::floor<std::chrono::hours>(stamp_of(rec));
-        const Kind kind = rec.index() == 0 ? Kind::request : Kind::response;
-        auto it = std::find_if(d.groups.begin(), d.groups.begin() + d.used,
-                               [&](const Group& g) { return g.hour == hour && g.kind == kind; });
-        if (it == d.groups.begin() + d.used) {
-            if (d.used == d.groups.size()) d.groups.emplace_back();
-            it = d.groups.begin() + d.used++;
-            it->hour = hour;
-            it->kind = kind;
-            it->records.clear();
-        }
-        it->records.push_back(&rec);
+    const auto hour = std::chrono::floor<std::chrono::hours>(stamp_of(rec));
+    const Kind kind = rec.index() == 0 ? Kind::request : Kind::response;
+    if (last_key.empty() || hour != last_hour || kind != last_kind) {
+        last_hour = hour;
+        last_kind = kind;
+        last_key = fmt::format("{}/{}", utc_hour(hour), file_name(kind, suffix));
     }
-    for (std::size_t i = 0; i < d.used; ++i) {
-        Group& g = d.groups[i];
-        const std::string rel = fmt::format("{}/{}", utc_hour(g.hour), file_name(g.kind, d.suffix));
-        const Lines lines = out.serialize_batch(
-            std::span<const RequestTraceRecord* const>(g.records.data(), g.records.size()));
-        g.records.clear();
-        if (lines.records == 0) continue;  // every record of the group was malformed
-        // The sink isolates a torn tail with '\n' (r.isolated_fragment) and classifies the
-        // lines of a failed append; in durable mode the ledger (LedgerSink) mirrors both and
-        // publishes the sidecar after the batch, with the engine's counters.
-        out.write_lines(rel, lines);
-    }
+    key += last_key;
 }
 
 std::size_t TraceEncoder::record_bytes(const RequestTraceRecord& rec) const noexcept

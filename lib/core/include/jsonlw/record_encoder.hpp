@@ -1,6 +1,7 @@
-// RecordEncoder<Record>: how a record becomes a line, and where a batch's lines go — the
-// part of a writer that knows its record type. BatchOutput<Record>: what a batch write may
-// call (serialize a group, hand lines to the sink, append to a file, settle a delivery).
+// RecordEncoder<Record>: how a record becomes a line, and where its line goes (its key) —
+// the part of a writer that knows its record type. BatchOutput<Record>: what a batch write
+// may call (write by key, serialize a group, hand lines to the sink, append to a file,
+// settle a delivery).
 //
 // A writer is the engine (JsonlRecordWriter: queue, drain, I/O thread, accounting, close) plus
 // an encoder. Give the engine an encoder object —
@@ -28,6 +29,7 @@
 #include <filesystem>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace jsonlw {
@@ -35,6 +37,11 @@ namespace jsonlw {
 template <class Record>
 class BatchOutput {
 public:
+    // The default batch write: groups the batch by the encoder's key() once — in order of
+    // first appearance, submission order kept within a key — then serializes each group and
+    // sends it to the writer's sink under its key. A batch under one key (the usual case)
+    // is serialized as it lies, with no grouping at all.
+    virtual void write_by_key(std::span<const Record> batch) = 0;
     // Serializes a group with the shared malformed accounting (a MalformedRecord drops its
     // record alone, counted and logged). The result stays valid until the next call. The
     // pointer form serves groups of records that are not adjacent in the batch.
@@ -77,13 +84,24 @@ public:
     // logged); any other exception drops it as unexpected, unless malformed_error() says so.
     virtual void serialize(const Record& rec, JsonLine& line) = 0;
 
-    // Where a batch's lines go. The default sends them all to the writer's sink; an
-    // override groups the records, and per group calls out.serialize_batch() then
-    // out.write_lines() (the sink, under a key), out.append() (a file it names) or
+    // Where a record's line goes: append its key to `key` (empty on entry) — the file, or
+    // folder/file, relative to the writer's directory, as a PartitionedFileSink names it.
+    // Leave it empty (the default) for the sink's one destination. I/O thread, once per
+    // record of a batch, before the batch is serialized (docs/extending.md, "Layouts").
+    virtual void key(const Record& rec, std::string& key)
+    {
+        (void)rec;
+        (void)key;
+    }
+
+    // Where a batch's lines go. The default groups the batch by key() and sends each group
+    // to the writer's sink under its key (out.write_by_key()). Override it only for a layout
+    // a key cannot express: group the records, and per group call out.serialize_batch()
+    // then out.write_lines() (the sink, under a key), out.append() (a file it names) or
     // out.settle(). Every record must end up in exactly one group.
     virtual void write_batch(std::span<const Record> batch, BatchOutput<Record>& out)
     {
-        out.write_lines({}, out.serialize_batch(batch));
+        out.write_by_key(batch);
     }
 
     // A size estimate in bytes, used to cap a batch at batch_bytes (default 0: unknown).

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -85,6 +86,48 @@ public:
     }
 
     // --- BatchOutput (I/O thread) ---
+    void write_by_key(std::span<const Record> batch) override
+    {
+        if (batch.empty()) return;
+        std::string& first = group_key(0);
+        first.clear();
+        enc_.key(batch.front(), first);
+        std::size_t i = 1;
+        for (; i < batch.size(); ++i) {
+            probe_.clear();
+            enc_.key(batch[i], probe_);
+            if (probe_ != first) break;
+        }
+        if (i == batch.size()) {  // one key: the batch is the group
+            write_lines(first, serialize_batch(batch));
+            return;
+        }
+        // Several keys: groups in order of first appearance (few per batch: a linear search).
+        // probe_ holds batch[i]'s key on each turn.
+        groups_used_ = 1;
+        auto& head = groups_[0].records;
+        head.clear();
+        for (std::size_t j = 0; j < i; ++j) head.push_back(&batch[j]);
+        for (; i < batch.size(); ++i) {
+            std::size_t g = 0;
+            while (g < groups_used_ && groups_[g].key != probe_) ++g;
+            if (g == groups_used_) {
+                group_key(groups_used_) = probe_;
+                groups_[groups_used_].records.clear();
+                ++groups_used_;
+            }
+            groups_[g].records.push_back(&batch[i]);
+            if (i + 1 < batch.size()) {
+                probe_.clear();
+                enc_.key(batch[i + 1], probe_);
+            }
+        }
+        for (std::size_t g = 0; g < groups_used_; ++g) {
+            const auto& recs = groups_[g].records;
+            write_lines(groups_[g].key,
+                        serialize_batch(std::span<const Record* const>(recs.data(), recs.size())));
+        }
+    }
     Lines serialize_batch(std::span<const Record> group) override
     {
         return serialize_each(group, [](const Record& r) -> const Record& { return r; });
@@ -111,6 +154,18 @@ public:
 
 private:
     using Ring = BoundedRing<Record>;
+
+    // write_by_key()'s groups, reused batch after batch (entries past groups_used_ keep
+    // their memory).
+    struct KeyGroup {
+        std::string key;
+        std::vector<const Record*> records;
+    };
+    std::string& group_key(std::size_t g)
+    {
+        if (g == groups_.size()) groups_.emplace_back();
+        return groups_[g].key;
+    }
 
     AppendResult settle_counted(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
                                 std::uint64_t bytes) noexcept override
@@ -326,6 +381,9 @@ private:
     std::vector<Record> staging_;            // I/O thread only
     std::vector<std::uint64_t> staging_seq_;  // their envelope seq numbers, under envelope
     std::vector<std::size_t> batch_ends_;     // the unit's batches: staging_ end of each
+    std::vector<KeyGroup> groups_;            // write_by_key(): I/O thread only
+    std::size_t groups_used_ = 0;
+    std::string probe_;                       // write_by_key(): the key being placed
 };
 
 }  // namespace jsonlw::detail
