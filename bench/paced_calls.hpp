@@ -3,10 +3,11 @@
 // variant (jsonlw, fprintf + mutex, spdlog) runs, so they differ only in the call.
 #pragma once
 
-#include "alloc_count.hpp"
 #include "clock.hpp"
 #include "producers.hpp"
 #include "runs.hpp"
+
+#include "alloc_count.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -42,7 +43,7 @@ public:
     {
         pacer_.wait();
         auto call = make_call(i_);
-        const std::uint64_t a0 = allocations_on_this_thread();
+        const std::uint64_t a0 = jsonlw_test::allocations_on_this_thread();
         bool ok;
         if (i_ >= s_.warmup_calls && i_ % s_.sample_every == 0) {
             const std::uint64_t c0 = clk_.start();
@@ -53,7 +54,7 @@ public:
             ok = call();
         }
         (i_ >= s_.warmup_calls ? r_.allocations : r_.warmup_allocations) +=
-            allocations_on_this_thread() - a0;
+            jsonlw_test::allocations_on_this_thread() - a0;
         if (!ok) ++r_.refused;
         ++i_;
     }

@@ -3,19 +3,18 @@
 // a wake-up that is still needed (after a long idle spell, or with idle_poll 0) allocates
 // nothing on the producer's thread either when the executor is an io_context's; and
 // RawJsonWriter's submit(std::string_view) copies a line into its queue cell without
-// allocating (issue 13 point 3). This TU replaces the global operator new with one that
-// counts per thread.
+// allocating (issue 13 point 3). The test links the allocation counter
+// (tests/support/alloc_count.hpp), which replaces the global operator new.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
+#include "alloc_count.hpp"
 #include "common.hpp"
 
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <new>
 #include <thread>
 
 using namespace jsonlw_test;
@@ -23,16 +22,6 @@ using jsonlw::SubmitResult;
 using namespace std::chrono_literals;
 
 namespace {
-
-thread_local std::uint64_t t_allocations = 0;
-
-void* counted(std::size_t n, std::size_t align = 0)
-{
-    ++t_allocations;
-    if (n == 0) n = 1;
-    if (align == 0) return std::malloc(n);
-    return std::aligned_alloc(align, (n + align - 1) / align * align);
-}
 
 // What `n` submits of fresh records (built before each call, not counted) allocated on this
 // thread inside submit(), pacing them by sleeping `gap` between calls.
@@ -43,9 +32,9 @@ std::uint64_t allocations_in_submits(W& w, int first, int n, std::chrono::micros
     std::uint64_t inside = 0;
     for (int i = first; i < first + n; ++i) {
         Rec r = rec(i);
-        const std::uint64_t before = t_allocations;
+        const std::uint64_t before = allocations_on_this_thread();
         const SubmitResult res = w.submit(std::move(r));
-        inside += t_allocations - before;
+        inside += allocations_on_this_thread() - before;
         if (res != SubmitResult::accepted) ++refused;
         if (gap.count() > 0) std::this_thread::sleep_for(gap);
     }
@@ -53,37 +42,6 @@ std::uint64_t allocations_in_submits(W& w, int first, int n, std::chrono::micros
 }
 
 }  // namespace
-
-void* operator new(std::size_t n)
-{
-    if (void* p = counted(n)) return p;
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t n)
-{
-    if (void* p = counted(n)) return p;
-    throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t a)
-{
-    if (void* p = counted(n, static_cast<std::size_t>(a))) return p;
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a)
-{
-    if (void* p = counted(n, static_cast<std::size_t>(a))) return p;
-    throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 TEST_CASE("a producer on another thread at a steady rate never allocates inside submit()",
           "[integration][writer][wakeup]")
@@ -165,10 +123,10 @@ TEST_CASE("RawJsonWriter: submit(std::string_view) copies a line of up to 456 B 
         buf.append(size - buf.size() - 2, 'x');
         buf += "\"}";
         REQUIRE(buf.size() == size);
-        const std::uint64_t before = t_allocations;
+        const std::uint64_t before = allocations_on_this_thread();
         const SubmitResult res = w.submit(std::string_view(buf));
-        if (i < 2990) inside += t_allocations - before;
-        else CHECK(t_allocations - before == 1);  // the std::string a long line needs
+        if (i < 2990) inside += allocations_on_this_thread() - before;
+        else CHECK(allocations_on_this_thread() - before == 1);  // a long line's std::string
         CHECK(res == SubmitResult::accepted);
         expected.push_back(buf);
     }
