@@ -1,4 +1,5 @@
-// A writer for a record type of your own: serialize() with JsonLine, malformed records.
+// A writer for a record type of your own: an encoder (serialize() with JsonLine, malformed
+// records) given to the engine.
 #include <jsonlw/jsonlw.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -14,23 +16,16 @@
 
 struct Completion {
     std::string request_id;
-    int model = 0;                 // an index into the writer's model table
+    int model = 0;                 // an index into the encoder's model table
     double latency_ms = 0;         // must be finite
     std::optional<double> ttft_ms; // unknown: written as null
     std::vector<std::int32_t> token_ids;
 };
 
-class CompletionWriter final : public jsonlw::JsonlRecordWriter<Completion> {
+class CompletionEncoder final : public jsonlw::RecordEncoder<Completion> {
 public:
-    CompletionWriter(boost::asio::any_io_executor ex, jsonlw::WriterOptions opts,
-                     std::map<int, std::string> models)
-        : JsonlRecordWriter(std::move(ex), std::move(opts)), models_(std::move(models))
-    {
-    }
-    // serialize() reads models_ on the I/O thread: stop that thread before models_ goes.
-    ~CompletionWriter() override { shutdown(); }
+    explicit CompletionEncoder(std::map<int, std::string> models) : models_(std::move(models)) {}
 
-protected:
     void serialize(const Completion& c, jsonlw::JsonLine& line) override
     {
         if (c.request_id.empty()) throw jsonlw::MalformedRecord("request_id is empty");
@@ -58,16 +53,17 @@ protected:
     }
 
 private:
-    const std::map<int, std::string> models_;
+    const std::map<int, std::string> models_;  // lives as long as the engine needs it
 };
 
 int main()
 {
     boost::asio::io_context io;
-    CompletionWriter writer(io.get_executor(),
-                            {.directory = "jsonlw-out/extending", .stem = "completions",
-                             .subject = "completion"},
-                            {{0, "llama-3.1-8b"}, {1, "mistral-7b"}});
+    jsonlw::JsonlRecordWriter<Completion> writer(
+        io.get_executor(),
+        {.directory = "jsonlw-out/extending", .stem = "completions", .subject = "completion"},
+        std::make_shared<CompletionEncoder>(
+            std::map<int, std::string>{{0, "llama-3.1-8b"}, {1, "mistral-7b"}}));
     writer.start();
     writer.submit({"req-1", 0, 41.5, 12.25, {1, 15043, 29892}});  // written
     writer.submit({"req-2", 1, 38.0, std::nullopt, {1, 22172}});   // written, "ttft_ms":null

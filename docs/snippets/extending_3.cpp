@@ -1,4 +1,4 @@
-// Serializing on several threads: a writer whose serialize() declares itself concurrent,
+// Serializing on several threads: an encoder whose serialize() declares itself concurrent,
 // with per-thread scratch indexed by serializer_slot().
 #include <jsonlw/jsonlw.hpp>
 
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,16 +16,14 @@ struct Query {
     std::string sql;
 };
 
-class QueryWriter final : public jsonlw::JsonlRecordWriter<Query> {
+class QueryEncoder final : public jsonlw::RecordEncoder<Query> {
 public:
-    QueryWriter(boost::asio::any_io_executor ex, jsonlw::WriterOptions o)
-        : JsonlRecordWriter(std::move(ex), o),
-          scratch_(std::clamp<std::size_t>(o.serializer_threads, 1, 64))  // one per slot
+    // One scratch string per serializer slot (WriterOptions::serializer_threads of them).
+    explicit QueryEncoder(std::size_t serializer_threads)
+        : scratch_(std::clamp<std::size_t>(serializer_threads, 1, 64))
     {
     }
-    ~QueryWriter() override { shutdown(); }
 
-protected:
     // serialize() touches its record and scratch_[serializer_slot()] only.
     bool concurrent_serialize() const noexcept override { return true; }
 
@@ -44,9 +43,11 @@ private:
 int main()
 {
     boost::asio::io_context io;
-    QueryWriter writer(io.get_executor(), {.directory = "jsonlw-out/queries",
-                                           .subject = "query",
-                                           .serializer_threads = 2});
+    const jsonlw::WriterOptions opts{.directory = "jsonlw-out/queries",
+                                     .subject = "query",
+                                     .serializer_threads = 2};
+    jsonlw::JsonlRecordWriter<Query> writer(io.get_executor(), opts,
+                                            std::make_shared<QueryEncoder>(opts.serializer_threads));
     writer.start();
     for (long i = 0; i < 1000; ++i) writer.submit({i, "select * from t where id = " + std::to_string(i)});
     writer.async_close([](jsonlw::error_code, jsonlw::CloseReport r) {
