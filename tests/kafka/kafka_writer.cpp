@@ -26,6 +26,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -261,6 +262,50 @@ TEST_CASE("Malformed lines are dropped alone and lines without the key field get
     CHECK_FALSE(got[2].key);
     CHECK_FALSE(got[3].key);
     CHECK(got[3].value == R"({"request_id":null,"a":4})");
+}
+
+TEST_CASE("KafkaWriterOptions carries RawJsonWriter's validation options; validation runs on "
+          "several serializer threads",
+          "[kafka][integration]")
+{
+    MockCluster cluster;
+    cluster.create_topic("any-value", 1);
+    LogCapture logs;
+    IoRunner io;
+    jsonlw::KafkaWriterOptions o;
+    o.subject = "kafka test";
+    o.queue_capacity = 4096;
+    o.batch_records = 100;
+    o.serializer_threads = 2;
+    o.log = logs.sink();
+    o.kafka = kafka_options(cluster, "any-value");
+    o.raw.allow_any_value = true;
+    constexpr int n = 300;
+    {
+        KafkaJsonWriter writer(io.executor(), o);
+        CHECK(writer.kafka_options().topic == "any-value");
+        for (int i = 0; i < n; ++i)  // queued before start: full batches, split over threads
+            REQUIRE(writer.submit(i % 3 == 0 ? fmt::format("[ {}, {} ]", i, i)
+                                             : line("any", i)) == SubmitResult::accepted);
+        REQUIRE(writer.submit(std::string_view("[1,")) == SubmitResult::accepted);  // truncated
+        writer.start();
+        io.start();
+        const auto report = close(writer);
+        INFO(logs.dump());
+        CHECK(report.stats.written == n);
+        CHECK(report.stats.dropped.malformed == 1);
+        CHECK(invariant_holds(report.stats));
+    }
+    const std::vector<Message> got = consume_all(cluster, "any-value", 1);
+    REQUIRE(got.size() == n);
+    for (int i = 0; i < n; ++i) {
+        if (i % 3 == 0) {
+            CHECK(got[i].value == fmt::format("[{},{}]", i, i));
+            CHECK_FALSE(got[i].key);
+        } else {
+            CHECK(got[i].value == minified("any", i));
+        }
+    }
 }
 
 TEST_CASE("A broker that rejects a produce request costs exactly the records it rejected",

@@ -1,8 +1,8 @@
-// KafkaJsonWriter: JSON texts validated and minified like RawJsonWriter's records (invalid
-// JSON, trailing garbage and non-objects are malformed, dropped alone), written through a
-// KafkaSink (kafka_sink.hpp says how messages are keyed and how delivery is counted): a
-// JsonlRecordWriter<std::string> whose sink is Kafka. Any other writer goes to Kafka the same
-// way — give its options a KafkaSink (docs/sinks.md).
+// KafkaJsonWriter: RawJsonWriter with a KafkaSink as its sink — records are JSON texts,
+// validated and minified by RawJsonWriter's encoder (RawJsonEncoder: invalid JSON, trailing
+// garbage and, unless allow_any_value, non-objects are malformed, dropped alone), each line
+// one message (kafka_sink.hpp says how messages are keyed and how delivery is counted). Any
+// other writer goes to Kafka the same way — give its options a KafkaSink (docs/sinks.md).
 //
 // No file is opened or created (`directory`, `file_io` and the rotation fields are not
 // used). Without brokers the writer is inert (every call a cheap no-op, nothing counted); a
@@ -15,30 +15,65 @@
 
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/kafka_sink.hpp>
+#include <jsonlw/raw_json_encoder.hpp>
+#include <jsonlw/raw_json_text.hpp>
+#include <jsonlw/writer_options.hpp>
 
-#include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace jsonlw {
 
-class KafkaJsonWriter final : public JsonlRecordWriter<std::string> {
+// The engine's options (queue, batching, close, logs; `directory`, `file_io`, the rotation
+// fields and `sink` are not used: the sink is the KafkaSink made from `kafka`) plus the
+// writer's own.
+struct KafkaWriterOptions : WriterOptions {
+    // Brokers, topic, message key, delivery (kafka_sink.hpp).
+    KafkaOptions kafka{};
+    // How each record is validated, as RawJsonWriter's (default: full, objects only).
+    RawJsonOptions raw{};
+};
+
+class KafkaJsonWriter final : public JsonlRecordWriter<RawJsonText> {
 public:
-    // `opts` configures the queue, batching, close and logs; its directory, file_io, the
-    // rotation fields and sink are not used.
-    KafkaJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, KafkaOptions kafka);
-    // Stops waiting for deliveries, then stops the writer (the engine keeps the encoder).
+    KafkaJsonWriter(boost::asio::any_io_executor ex, KafkaWriterOptions opts);
+    // The engine's options and the Kafka ones apart (designated initializers name only
+    // WriterOptions' fields); validation at its default.
+    KafkaJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, KafkaOptions kafka)
+        : KafkaJsonWriter(std::move(ex), KafkaWriterOptions{std::move(opts), std::move(kafka)})
+    {
+    }
+    // Stops waiting for deliveries, then the base stops the writer (the engine keeps the
+    // encoder and the sink).
     ~KafkaJsonWriter() override;
+
+    // Records as RawJsonWriter takes them: a text that fits RawJsonText::inline_capacity is
+    // copied once into its queue cell, a longer one into a string; a std::string&& is moved.
+    using JsonlRecordWriter<RawJsonText>::submit;
+    SubmitResult submit(std::string_view text)
+    {
+        if (text.size() <= RawJsonText::inline_capacity)
+            return emplace(RawJsonText::fits_inline_t{}, text);
+        return JsonlRecordWriter<RawJsonText>::submit(RawJsonText(text));
+    }
+    SubmitResult submit(const std::string& text) { return submit(std::string_view(text)); }
+    SubmitResult submit(const char* text) { return submit(std::string_view(text)); }
+    SubmitResult submit(std::string&& text)
+    {
+        return JsonlRecordWriter<RawJsonText>::submit(RawJsonText(std::move(text)));
+    }
 
     const KafkaOptions& kafka_options() const noexcept { return kafka_; }
     KafkaProducerStats producer_stats() const noexcept;
 
 private:
-    KafkaJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, KafkaOptions&& kafka,
+    KafkaJsonWriter(boost::asio::any_io_executor ex, const KafkaWriterOptions& opts,
                     std::shared_ptr<KafkaSink> sink);
 
-    KafkaOptions kafka_;
-    std::shared_ptr<KafkaSink> sink_;  // null when inert
+    const KafkaOptions kafka_;
+    const std::shared_ptr<KafkaSink> sink_;  // null when inert; the engine shares it
 };
 
 }  // namespace jsonlw
