@@ -1,6 +1,7 @@
 // SinkSet (see sink_set.hpp): every group of lines goes to a LineSink, and what the sink
-// reports (records written, failed, unknown) is counted; fsyncs, reopen, tick and the final
-// close reach the sinks from here too.
+// reports (records written, failed, unknown) is counted — under Durability::fsync_batch only
+// once the sink's sync() made it durable; fsyncs, reopen, tick and the final close reach the
+// sinks from here too.
 #include "sink_set.hpp"
 
 #include "accounting.hpp"
@@ -73,12 +74,27 @@ AppendResult SinkSet::write_to(LineSink& to, std::string_view key, const Lines& 
     r.records_written = std::min<std::uint64_t>(r.records_written, lines.records);
     r.records_failed = std::min<std::uint64_t>(r.records_failed, lines.records - r.records_written);
     r.records_unknown = lines.records - r.records_written - r.records_failed;
+    const bool append_failed = r.records_written < lines.records;
+    // Durability::fsync_batch is the engine's to keep, not each sink's: what the sink reports
+    // written is made durable by its sync() before it counts (docs/sinks.md, "The contract").
+    // A sync that fails leaves those records where a reader may find them, durable or not:
+    // unknown, as a FileSink's own failed fsync has always counted them.
+    std::error_code sync_ec;
+    if (r.records_written > 0 && opts_.durability == Durability::fsync_batch) {
+        sync_ec = to.sync();
+        if (sync_ec) {
+            r.records_unknown += r.records_written;
+            r.records_written = 0;
+            if (r.ok()) r.ec = sync_ec;
+        }
+    }
     accounting_.count_append(lines, r);
     if (r.records_written > 0 && opts_.durability == Durability::fsync_interval && !unsynced_) {
         unsynced_ = true;
         if (last_sync_ == time_point{}) last_sync_ = std::chrono::steady_clock::now();
     }
-    if (r.records_written < lines.records) accounting_.on_write_failure(r.ec, to, key);
+    if (append_failed) accounting_.on_write_failure(r.ec, to, key);
+    if (sync_ec) accounting_.on_sync_failure(sync_ec);
     return r;
 }
 

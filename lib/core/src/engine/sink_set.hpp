@@ -53,7 +53,8 @@ public:
     // Appends to a file named by a write_batch() override.
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
     void after_batch() noexcept;
-    // fsync of everything written; a failure is logged (rate-limited).
+    // fsync of everything written (fsync_interval, close); a failure is logged (rate-limited)
+    // and changes no count: fsync_batch syncs each append in write_to().
     void sync() noexcept;
     // Durability::fsync_interval: when the lines written since the last sync() are due.
     std::optional<time_point> sync_due() const noexcept;
@@ -84,7 +85,8 @@ private:
     // Wraps sink_ in a ChainSink when WriterOptions::chain asks for one; invalid chain options
     // are logged and returned (the writer is then disabled).
     std::error_code wrap_in_chain(const SinkContext& ctx);
-    // Hands `lines` to `to` under `key` and counts what it reports.
+    // Hands `lines` to `to` under `key` and counts what it reports; under fsync_batch, the
+    // records it reports written count so once `to.sync()` succeeded (else unknown).
     AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
 
     const WriterOptions& opts_;

@@ -179,7 +179,7 @@ AppendResult ChainSink::append_whole(std::string_view key, const Lines& lines,
         return r;
     }
     in_append_ = true;
-    r = inner_->append(key, Lines{sealed_, lines.records, lines.sanitized});
+    r = inner_->append(key, Lines{sealed_, lines.records, lines.sanitized, lines.log_records});
     in_append_ = false;
     if (r.records_written == lines.records) {
         try {

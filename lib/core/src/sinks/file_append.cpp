@@ -388,8 +388,11 @@ AppendResult append_lines(FileAppender& files, const std::filesystem::path& path
         return r;
     }
     if (r.ec) {
-        r.records_unknown =
-            std::min<std::uint64_t>(lines_touched(lines.bytes, r.landed), lines.records);
+        // One OTLP line holds every record of the group (lines.hpp): touched, all are.
+        const std::uint64_t touched = lines_touched(lines.bytes, r.landed);
+        r.records_unknown = lines.log_records && touched > 0
+                                ? lines.records
+                                : std::min<std::uint64_t>(touched, lines.records);
         r.records_failed = lines.records - r.records_unknown;
         return r;
     }

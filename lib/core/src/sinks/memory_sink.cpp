@@ -17,6 +17,8 @@ AppendResult MemorySink::append(std::string_view key, const Lines& lines) noexce
         if (fail) {
             --fail_left_;
             keep = std::min<std::uint64_t>(fail_landed_, lines.records);
+            // One OTLP line holds every record of the group (lines.hpp): all land or none.
+            if (lines.log_records && keep < lines.records) keep = 0;
         }
         std::string_view rest = lines.bytes;
         for (std::uint64_t i = 0; i < keep && !rest.empty(); ++i) {
@@ -28,7 +30,8 @@ AppendResult MemorySink::append(std::string_view key, const Lines& lines) noexce
         r.records_written = keep;
         if (fail) {
             r.ec = fail_ec_;
-            r.records_unknown = fail_torn_ && keep < lines.records ? 1 : 0;
+            r.records_unknown =
+                fail_torn_ && keep < lines.records ? (lines.log_records ? lines.records : 1) : 0;
             r.records_failed = lines.records - keep - r.records_unknown;
         }
     } catch (...) {

@@ -33,8 +33,9 @@ AppendResult OtlpSink::append(std::string_view key, const Lines& lines) noexcept
         r.records_failed = lines.records;
         return r;
     }
+    // One line now holds the group's records: the sink under it counts them all or none.
     return inner_->append(key, Lines{std::string_view(buf_.data(), buf_.size()), lines.records,
-                                     lines.sanitized});
+                                     lines.sanitized, true});
 }
 
 std::uint64_t OtlpSink::malformed_bodies() const noexcept

@@ -30,6 +30,7 @@ TeeSink::TeeSink(std::vector<std::shared_ptr<LineSink>> branches)
 
 std::error_code TeeSink::start(const SinkContext& ctx)
 {
+    durability_ = ctx.durability;
     return each(branches_, [&](LineSink& b) { return b.start(ctx); });
 }
 
@@ -43,14 +44,32 @@ AppendResult TeeSink::append(std::string_view key, const Lines& lines) noexcept
         c.failed.fetch_add(r.records_failed, std::memory_order_relaxed);
         c.unknown.fetch_add(r.records_unknown, std::memory_order_relaxed);
         if (r.records_written > 0) c.bytes.fetch_add(r.landed, std::memory_order_relaxed);
+        c.unsynced += r.records_written;
         if (i == 0) primary = r;
     }
     return primary;
 }
 
+// Every branch is synced; only the first one's error reaches the writer, which under
+// fsync_batch counts the group unknown on it — a second branch's failure must not cost the
+// record of truth its counts, so it is counted in branch() alone.
 std::error_code TeeSink::sync() noexcept
 {
-    return each(branches_, [](LineSink& b) { return b.sync(); });
+    std::error_code primary;
+    for (std::size_t i = 0; i < branches_.size(); ++i) {
+        const std::error_code ec = branches_[i]->sync();
+        Counts& c = counts_[i];
+        if (ec) {
+            c.sync_failures.fetch_add(1, std::memory_order_relaxed);
+            if (durability_ == Durability::fsync_batch && c.unsynced > 0) {
+                c.unknown.fetch_add(c.unsynced, std::memory_order_relaxed);
+                c.written.fetch_sub(c.unsynced, std::memory_order_relaxed);
+            }
+        }
+        c.unsynced = 0;
+        if (i == 0) primary = ec;
+    }
+    return primary;
 }
 
 std::error_code TeeSink::reopen() noexcept
@@ -102,7 +121,8 @@ TeeSink::BranchCounts TeeSink::branch(std::size_t i) const noexcept
 {
     const Counts& c = counts_[i];
     return {c.written.load(std::memory_order_relaxed), c.failed.load(std::memory_order_relaxed),
-            c.unknown.load(std::memory_order_relaxed), c.bytes.load(std::memory_order_relaxed)};
+            c.unknown.load(std::memory_order_relaxed), c.bytes.load(std::memory_order_relaxed),
+            c.sync_failures.load(std::memory_order_relaxed)};
 }
 
 }  // namespace jsonlw

@@ -26,7 +26,9 @@ public:
     void close(bool durable) noexcept override;
 
     // The next `appends` appends fail with `ec`: the first `landed` lines of each land, the
-    // next one is counted unknown when `torn`, the rest failed.
+    // next one is counted unknown when `torn`, the rest failed (a group of Lines::log_records
+    // is one line: all of its records land, or none — unknown when `torn`). For faults in
+    // front of any sink, FaultySink.
     void fail_next(std::error_code ec, std::size_t appends = 1, std::uint64_t landed = 0,
                    bool torn = false);
 

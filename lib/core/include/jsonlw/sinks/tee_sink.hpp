@@ -1,6 +1,7 @@
 // TeeSink: the same lines to several sinks (a file and Kafka), each branch counted on its
-// own. The first branch is the writer's record of truth: its result is what the writer
-// counts; the others' outcomes are in branch(). See docs/sinks.md.
+// own. The first branch is the writer's record of truth: its result — and, under
+// Durability::fsync_batch, its sync() — is what the writer counts; the others' outcomes are
+// in branch(). See docs/sinks.md.
 #pragma once
 
 #include <jsonlw/sinks/line_sink.hpp>
@@ -17,8 +18,11 @@ namespace jsonlw {
 class TeeSink final : public LineSink {
 public:
     // What became of the records sent to one branch.
+    // Under fsync_batch a branch's failed sync() moves the records it reported written since
+    // its last sync() from written to unknown, as the writer counts the first branch's.
     struct BranchCounts {
         std::uint64_t written = 0, failed = 0, unknown = 0, bytes = 0;
+        std::uint64_t sync_failures = 0;  // sync() calls that returned an error
     };
 
     explicit TeeSink(std::vector<std::shared_ptr<LineSink>> branches);
@@ -41,10 +45,12 @@ public:
 
 private:
     struct Counts {
-        std::atomic<std::uint64_t> written{0}, failed{0}, unknown{0}, bytes{0};
+        std::atomic<std::uint64_t> written{0}, failed{0}, unknown{0}, bytes{0}, sync_failures{0};
+        std::uint64_t unsynced = 0;  // written since the last sync() (I/O thread)
     };
     std::vector<std::shared_ptr<LineSink>> branches_;
     std::unique_ptr<Counts[]> counts_;
+    Durability durability_ = Durability::none;  // set by start()
 };
 
 }  // namespace jsonlw
