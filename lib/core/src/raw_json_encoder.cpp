@@ -1,5 +1,6 @@
 // RawJsonEncoder (raw_json_encoder.hpp): validation and minification of JSON text records,
 // batch by batch; and the RawJsonWriter preset that uses it.
+#include <jsonlw/detail/json_minifier.hpp>
 #include <jsonlw/raw_json_encoder.hpp>
 #include <jsonlw/raw_json_writer.hpp>
 
@@ -58,7 +59,7 @@ constexpr std::size_t max_stream_bytes = 256 * 1024;
 
 struct RawJsonEncoder::Validator {
     simdjson::dom::parser parser;
-    std::vector<char> minified;
+    detail::JsonMinifier minifier;        // the minify step; `parser` does the parse
     std::string scratch;                  // trusted mode: a record with CR/LF replaced
     std::vector<char> joined;             // the batch's records, '\n' after each, padded
     std::vector<std::size_t> starts;      // offset of each record in `joined`
@@ -244,11 +245,9 @@ void RawJsonEncoder::serialize(const RawJsonText& text, JsonLine& line)
         break;
     }
     ++v.minify_passes;
-    v.minified.resize(text.size());
-    std::size_t len = 0;
-    if (const auto err = simdjson::minify(text.data(), text.size(), v.minified.data(), len))
-        throw MalformedRecord(fmt::format("invalid JSON: {}", simdjson::error_message(err)));
-    line.raw({v.minified.data(), len});
+    std::string_view json;
+    if (auto err = v.minifier.minify(text, json)) throw MalformedRecord(std::move(*err));
+    line.raw(json);
 }
 
 }  // namespace jsonlw

@@ -1,4 +1,5 @@
 #include <jsonlw/request_trace_writer.hpp>
+#include <jsonlw/detail/json_minifier.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 #include <jsonlw/traceparent_field.hpp>
 
@@ -9,7 +10,6 @@
 #include "trace_accounting.hpp"
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -105,7 +105,7 @@ std::string file_name(Kind k, std::string_view suffix)
 // The writer's encoder: a request or response record as a line, keyed by (UTC hour, kind):
 // the engine sends each key's group to the sink under "<hour>/<requests|responses><suffix>.jsonl"
 // (in durable mode the LedgerSink in front of it mirrors what lands and publishes the sidecar).
-// I/O thread only (serializer_threads is 1: the parser, scratch and digest are shared).
+// I/O thread only (serializer_threads is 1: the minifier, scratch and digest are shared).
 class TraceEncoder final : public RecordEncoder<RequestTraceRecord> {
 public:
     TraceEncoder(std::string suffix, LogSink log, Capture capture,
@@ -141,17 +141,7 @@ private:
     std::optional<std::string> minify(const std::string& text, std::string_view& json)
     {
         if (text.empty()) return std::string("empty body");
-        simdjson::dom::element root;
-        // A string with spare capacity is parsed in place; otherwise simdjson copies it.
-        const bool padded = text.capacity() - text.size() >= simdjson::SIMDJSON_PADDING;
-        if (const auto err = parser.parse(text.data(), text.size(), !padded).get(root))
-            return fmt::format("invalid JSON: {}", simdjson::error_message(err));
-        minified.resize(text.size());
-        std::size_t len = 0;
-        if (const auto err = simdjson::minify(text.data(), text.size(), minified.data(), len))
-            return fmt::format("invalid JSON: {}", simdjson::error_message(err));
-        json = {minified.data(), len};
-        return std::nullopt;
+        return minifier.parse_and_minify(text, json);
     }
 
     // The request's traceparent header, when exactly one valid one was sent; an unusable one
@@ -289,8 +279,7 @@ private:
     const std::shared_ptr<detail::TraceCounters> counters;
 
     // I/O thread only.
-    simdjson::dom::parser parser;
-    std::vector<char> minified;
+    detail::JsonMinifier minifier;
     LineBuffer stamp;
     detail::ContentDigest digest;  // Capture::metadata's
     // key()'s last (hour, kind) and its key: formatted once per hour and kind, not per record.
