@@ -93,24 +93,18 @@ struct OpenOnExit {
 };
 
 // Every record's size hint is 100 bytes (for batch_bytes).
-class SizedWriter : public TestWriter {
+class SizedEncoder final : public TestEncoder {
 public:
-    using TestWriter::TestWriter;
-    ~SizedWriter() override { shutdown(); }
-
-protected:
     std::size_t record_bytes(const Rec&) const noexcept override { return 100; }
 };
 
 // A layout with an accounting bug on request: records with key "skip" get no append; a batch
-// with a record keyed "twice" is appended twice.
-class MiscountingWriter : public TestWriter {
+// with a record keyed "twice" is appended twice. Both to `path`.
+class MiscountingEncoder final : public TestEncoder {
 public:
-    using TestWriter::TestWriter;
-    ~MiscountingWriter() override { shutdown(); }
+    explicit MiscountingEncoder(std::filesystem::path path) : path_(std::move(path)) {}
 
-protected:
-    void write_batch(std::span<const Rec> batch) override
+    void write_batch(std::span<const Rec> batch, jsonlw::BatchOutput<Rec>& out) override
     {
         std::vector<const Rec*> kept;
         bool twice = false;
@@ -118,10 +112,12 @@ protected:
             if (r.key != "skip") kept.push_back(&r);
             twice = twice || r.key == "twice";
         }
-        const auto path = options().directory / "bug.jsonl";
-        append(path, serialize_batch(std::span<const Rec* const>(kept)));
-        if (twice) append(path, serialize_batch(std::span<const Rec* const>(kept)));
+        out.append(path_, out.serialize_batch(std::span<const Rec* const>(kept)));
+        if (twice) out.append(path_, out.serialize_batch(std::span<const Rec* const>(kept)));
     }
+
+private:
+    const std::filesystem::path path_;
 };
 
 }  // namespace
@@ -388,7 +384,7 @@ TEST_CASE("batch_bytes closes a batch once its size hints reach the limit", "[in
         o.batch_bytes = 201;
         want = {3, 3, 1};
     }
-    SizedWriter w(h.executor(), o);
+    TestWriter w(h.executor(), o, std::make_shared<SizedEncoder>());
     h.start(w);
     submit_group(h.loop, w, range(0, 7));
     flush(w);
@@ -519,7 +515,8 @@ TEST_CASE("a write_batch that appends too little or too much still counts each r
         want_written = 3;
         want_log = "write_batch() accounted 6 test records for a batch of 3";
     }
-    MiscountingWriter w(h.executor(), h.options());
+    const auto o = h.options();
+    TestWriter w(h.executor(), o, std::make_shared<MiscountingEncoder>(o.directory / "bug.jsonl"));
     h.start(w);
 
     std::promise<void> done;

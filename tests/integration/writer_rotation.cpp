@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <string>
@@ -87,12 +88,8 @@ private:
 };
 
 // Serializes its record as it is: a number, an empty object, an object.
-class ShapeWriter : public jsonlw::JsonlRecordWriter<int> {
+class ShapeEncoder final : public jsonlw::RecordEncoder<int> {
 public:
-    using JsonlRecordWriter::JsonlRecordWriter;
-    ~ShapeWriter() override { shutdown(); }
-
-protected:
     void serialize(const int& r, jsonlw::JsonLine& line) override
     {
         if (r < 0) line.value(r);  // not an object
@@ -508,7 +505,7 @@ TEST_CASE("Under the envelope a record that is not a JSON object is malformed, a
     Harness h;
     auto o = h.options();
     o.envelope = true;
-    ShapeWriter w(h.executor(), o);
+    jsonlw::JsonlRecordWriter<int> w(h.executor(), o, std::make_shared<ShapeEncoder>());
     h.start(w);
     REQUIRE(w.submit(0) == SubmitResult::accepted);
     REQUIRE(w.submit(-1) == SubmitResult::accepted);

@@ -5,6 +5,7 @@
 
 #include "common.hpp"
 
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -14,23 +15,19 @@ namespace {
 
 // Sends nothing anywhere: each batch of n records is settled as `delivered` written,
 // `failed` write_error, the rest unknown, as set by the test.
-class SettlingWriter final : public jsonlw::JsonlRecordWriter<Rec> {
+class SettlingEncoder final : public jsonlw::RecordEncoder<Rec> {
 public:
-    using JsonlRecordWriter::JsonlRecordWriter;
-    ~SettlingWriter() override { shutdown(); }
-
     std::uint64_t delivered = 0, failed = 0;  // per batch (the test sends one batch at a time)
     std::vector<jsonlw::AppendResult> results;
 
-protected:
     void serialize(const Rec& r, jsonlw::JsonLine& line) override
     {
         line.begin_object().field("id", r.id).end_object();
     }
-    void write_batch(std::span<const Rec> batch) override
+    void write_batch(std::span<const Rec> batch, jsonlw::BatchOutput<Rec>& out) override
     {
-        const jsonlw::Lines lines = serialize_batch(batch);
-        results.push_back(settle(lines, delivered, failed));
+        const jsonlw::Lines lines = out.serialize_batch(batch);
+        results.push_back(out.settle(lines, delivered, failed));
     }
 };
 
@@ -41,9 +38,10 @@ TEST_CASE("a batch settled as partly delivered counts written, write_error and u
     Harness h;
     auto o = h.options();
     o.batch_records = 4;
-    SettlingWriter w(h.executor(), o);
-    w.delivered = 2;
-    w.failed = 1;
+    auto enc = std::make_shared<SettlingEncoder>();
+    jsonlw::JsonlRecordWriter<Rec> w(h.executor(), o, enc);
+    enc->delivered = 2;
+    enc->failed = 1;
     w.start();
     for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
     h.loop.start();
@@ -55,23 +53,23 @@ TEST_CASE("a batch settled as partly delivered counts written, write_error and u
     CHECK(s.batches == 1);
     CHECK(s.bytes == 0);  // which lines were delivered is the caller's to say: not given here
     CHECK(invariant_holds(s));
-    REQUIRE(w.results.size() == 1);
-    CHECK(w.results[0].records_written == 2);
-    CHECK(w.results[0].records_failed == 1);
-    CHECK(w.results[0].records_unknown == 1);
-    CHECK_FALSE(w.results[0].ok());
+    REQUIRE(enc->results.size() == 1);
+    CHECK(enc->results[0].records_written == 2);
+    CHECK(enc->results[0].records_failed == 1);
+    CHECK(enc->results[0].records_unknown == 1);
+    CHECK_FALSE(enc->results[0].ok());
     // Nothing was written to a file: settle() is not an append.
     CHECK_FALSE(std::filesystem::exists(w.file_path()));
 
     // Delivered whole: the lines' bytes count, and the result is a success.
-    w.delivered = 4;
-    w.failed = 0;
+    enc->delivered = 4;
+    enc->failed = 0;
     for (int i = 4; i < 8; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
     const auto report = close(w);
     CHECK(report.stats.written == 6);
     CHECK(report.stats.bytes == 4 * std::string(R"({"id":4})" "\n").size());
     CHECK(invariant_holds(report.stats));
-    CHECK(w.results.back().ok());
+    CHECK(enc->results.back().ok());
 }
 
 TEST_CASE("settle never counts more records than the group holds", "[integration][settle]")
@@ -79,9 +77,10 @@ TEST_CASE("settle never counts more records than the group holds", "[integration
     Harness h;
     auto o = h.options();
     o.batch_records = 3;
-    SettlingWriter w(h.executor(), o);
-    w.delivered = 10;  // more than the batch: clamped
-    w.failed = 10;
+    auto enc = std::make_shared<SettlingEncoder>();
+    jsonlw::JsonlRecordWriter<Rec> w(h.executor(), o, enc);
+    enc->delivered = 10;  // more than the batch: clamped
+    enc->failed = 10;
     w.start();
     for (int i = 0; i < 3; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
     h.loop.start();

@@ -16,19 +16,19 @@ using namespace jsonlw_test;
 
 namespace {
 
-// A Harness and a writer of type W whose destination is `sink` (other options: the
-// harness's, then `tweak`).
-template <class W = TestWriter>
+// A Harness and a TestWriter whose destination is `sink` (other options: the harness's, then
+// `tweak`) and whose encoder is `encoder`.
 struct SinkedWriter : Harness {
-    std::unique_ptr<W> w;
+    std::unique_ptr<TestWriter> w;
 
     explicit SinkedWriter(std::shared_ptr<LineSink> sink,
-                          const std::function<void(WriterOptions&)>& tweak = {})
+                          const std::function<void(WriterOptions&)>& tweak = {},
+                          std::shared_ptr<TestEncoder> encoder = std::make_shared<TestEncoder>())
     {
         WriterOptions o = options();
         o.sink = std::move(sink);
         if (tweak) tweak(o);
-        w = std::make_unique<W>(executor(), o);
+        w = std::make_unique<TestWriter>(executor(), o, std::move(encoder));
     }
     // Submits records 0..n-1, all in one batch (the drain starts after they are queued).
     void write(int n)
@@ -56,17 +56,14 @@ struct OverclaimingSink final : LineSink {
 };
 
 // A layout by key through the writer's sink: records with an even id under "even/…".
-class KeyedWriter final : public TestWriter {
+class KeyedEncoder final : public TestEncoder {
 public:
-    using TestWriter::TestWriter;
-
-protected:
-    void write_batch(std::span<const Rec> batch) override
+    void write_batch(std::span<const Rec> batch, BatchOutput<Rec>& out) override
     {
         std::vector<const Rec*> even, odd;
         for (const Rec& r : batch) (r.id % 2 == 0 ? even : odd).push_back(&r);
-        write_lines("even/part.jsonl", serialize_batch(std::span<const Rec* const>(even)));
-        write_lines("odd/part.jsonl", serialize_batch(std::span<const Rec* const>(odd)));
+        out.write_lines("even/part.jsonl", out.serialize_batch(std::span<const Rec* const>(even)));
+        out.write_lines("odd/part.jsonl", out.serialize_batch(std::span<const Rec* const>(odd)));
     }
 };
 
@@ -166,7 +163,7 @@ TEST_CASE("A tee of a file and memory: the file holds the same bytes as memory")
 
 TEST_CASE("A PartitionedFileSink puts each key's lines in its own file under the directory")
 {
-    SinkedWriter<KeyedWriter> s(std::make_shared<PartitionedFileSink>());
+    SinkedWriter s(std::make_shared<PartitionedFileSink>(), {}, std::make_shared<KeyedEncoder>());
     s.write(6);
     const auto dir = s.dir.path();
     CHECK(s.w->stats().written == 6);
@@ -180,7 +177,7 @@ TEST_CASE("A PartitionedFileSink puts each key's lines in its own file under the
 
 TEST_CASE("A key whose folder cannot be made fails that group alone, counted as write_error")
 {
-    SinkedWriter<KeyedWriter> s(std::make_shared<PartitionedFileSink>());
+    SinkedWriter s(std::make_shared<PartitionedFileSink>(), {}, std::make_shared<KeyedEncoder>());
     write_file(s.dir.path() / "even", "a regular file where a folder should be\n");
     s.write(6);
     CHECK(s.w->stats().written == 3);

@@ -1,29 +1,34 @@
-// Small writers for the tests.
+// Small writers for the tests, built as every shipped writer is: JsonlRecordWriter<Rec> given
+// an encoder object (record_encoder.hpp). The engine owns the encoder until its I/O thread is
+// done with it, so no writer here needs a shutdown() of its own. (The subclass form, a writer
+// overriding JsonlRecordWriter's virtual functions, has its tests in
+// integration/writer_subclass_adapter.cpp.)
 //
-// Rec is a small record; TestWriter writes it as {"id":..,"text":..,"value":..} with JsonLine
+// Rec is a small record; TestEncoder writes it as {"id":..,"text":..,"value":..} with JsonLine
 // and fails on request: MalformedRecord (throw_malformed), a serializer bug
 // (throw_other: std::runtime_error), a configured malformed error (throw_key_error: KeyError,
-// which TestWriter::malformed_error() calls malformed, like the seed's KeyError), and a
-// layout bug in write_batch (fail_write_batch). Every failure writes part of the line first,
-// so a test also sees that the partial output is discarded.
+// which TestEncoder::malformed_error() calls malformed, as TensorRT-LLM's Python writer drops
+// a record on a KeyError), and a layout bug in write_batch (fail_write_batch). Every failure
+// writes part of the line first, so a test also sees that the partial output is discarded.
 //
-// RoutedWriter overrides write_batch() with a per-key layout: records go, grouped by
-// route(record), through serialize_batch() (the pointer form: a group's records need not be
-// adjacent in the batch) and append() — like a writer that keeps a file per key. It keeps
-// every AppendResult for the test to look at.
+// TestEncoder counts serialize() calls (a throwing one included). Its serialize() is safe to
+// run concurrently (it touches only its record, atomics and a locked set); declare_concurrent()
+// (before start()) lets serializer_threads > 1 use it, and gate_serialize(n) holds serialize()
+// calls until n distinct threads are inside one (or a deadline passes), once, so a test can see
+// the serializer threads work at once. A test's own encoder derives from it to change one
+// function (record_bytes(), write_batch()) and keeps the rest.
 //
-// TestWriter counts serialize() calls (a throwing one included). Its serialize() is safe to run
-// concurrently (it touches only its record, atomics and a locked set); declare_concurrent()
-// (before start()) lets serializer_threads > 1 use it, and gate_serialize(n) holds
-// serialize() calls until n distinct threads are inside one (or a deadline passes), once, so
-// a test can see the serializer threads work at once.
-//
-// Both call shutdown() first in their destructor, as every subclass whose serialize() or
-// write_batch() uses its own members must: the base destructor runs after the members are
-// gone.
+// TestWriter is the engine given a TestEncoder (its own, or the test's), with the encoder's
+// counters and switches at hand. RoutedWriter's encoder lays records out by key in write_batch:
+// grouped by route(record), through out.serialize_batch() (the pointer form: a group's records
+// need not be adjacent in the batch) and out.append() — like a writer that keeps a file per
+// key. It keeps every AppendResult for the test to look at.
 #pragma once
 
 #include <jsonlw/jsonl_record_writer.hpp>
+#include <jsonlw/record_encoder.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +37,7 @@
 #include <filesystem>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <span>
@@ -54,7 +60,8 @@ struct Rec {
     bool fail_write_batch = false;
 };
 
-// The seed's KeyError: an error the configuration declares "cannot be represented".
+// An error the configuration declares "cannot be represented", as TensorRT-LLM's Python writer
+// drops a record whose KeyError names a missing field ('server' on a worker record).
 struct KeyError : std::out_of_range {
     using std::out_of_range::out_of_range;
 };
@@ -68,11 +75,8 @@ inline Rec rec(int id, std::string text = "", double value = 0)
     return r;
 }
 
-class TestWriter : public jsonlw::JsonlRecordWriter<Rec> {
+class TestEncoder : public jsonlw::RecordEncoder<Rec> {
 public:
-    using JsonlRecordWriter::JsonlRecordWriter;
-    ~TestWriter() override { shutdown(); }
-
     // Threads serialize() ran on.
     std::set<std::thread::id> serialize_threads() const
     {
@@ -86,7 +90,6 @@ public:
     void declare_concurrent() { concurrent_ = true; }
     void gate_serialize(std::size_t threads) { gate_ = threads; }
 
-protected:
     bool concurrent_serialize() const noexcept override { return concurrent_; }
 
     void serialize(const Rec& r, jsonlw::JsonLine& line) override
@@ -111,12 +114,13 @@ protected:
         return dynamic_cast<const KeyError*>(&e) != nullptr;
     }
 
-    void write_batch(std::span<const Rec> batch) override
+    void write_batch(std::span<const Rec> batch, jsonlw::BatchOutput<Rec>& out) override
     {
         throw_if_asked(batch);
-        JsonlRecordWriter::write_batch(batch);
+        RecordEncoder::write_batch(batch, out);
     }
 
+protected:
     static void throw_if_asked(std::span<const Rec> batch)
     {
         for (const Rec& r : batch)
@@ -133,32 +137,38 @@ private:
 
     mutable std::mutex mutex_;
     std::set<std::thread::id> serialize_threads_;
-    bool concurrent_ = false;
+    bool concurrent_ = false;  // read once, by start()
     std::size_t gate_ = 0;
     std::atomic<std::size_t> gate_open_{0};
     std::atomic<std::uint64_t> serialize_calls_{0};
 };
 
-class RoutedWriter : public TestWriter {
+// The engine and a TestEncoder: no virtual function of JsonlRecordWriter overridden.
+class TestWriter : public jsonlw::JsonlRecordWriter<Rec> {
+public:
+    TestWriter(boost::asio::any_io_executor ex, jsonlw::WriterOptions opts,
+               std::shared_ptr<TestEncoder> encoder = std::make_shared<TestEncoder>())
+        : JsonlRecordWriter(std::move(ex), std::move(opts), encoder), encoder_(std::move(encoder))
+    {
+    }
+
+    std::set<std::thread::id> serialize_threads() const { return encoder_->serialize_threads(); }
+    std::uint64_t serialize_calls() const { return encoder_->serialize_calls(); }
+    // Before start(): the engine reads concurrent_serialize() once, there.
+    void declare_concurrent() { encoder_->declare_concurrent(); }
+    void gate_serialize(std::size_t threads) { encoder_->gate_serialize(threads); }
+
+private:
+    std::shared_ptr<TestEncoder> encoder_;
+};
+
+// TestEncoder with a layout of its own: records grouped by route(record), each group appended
+// to the file its route names.
+class RoutedEncoder final : public TestEncoder {
 public:
     using Route = std::function<std::filesystem::path(const Rec&)>;
 
-    RoutedWriter(boost::asio::any_io_executor ex, jsonlw::WriterOptions opts, Route route)
-        : TestWriter(std::move(ex), std::move(opts)), route_(std::move(route))
-    {
-    }
-    ~RoutedWriter() override { shutdown(); }
-
-    // <dir>/<key>/part.jsonl
-    static Route by_key(std::filesystem::path dir)
-    {
-        return [dir = std::move(dir)](const Rec& r) { return dir / r.key / "part.jsonl"; };
-    }
-    // Every record to one fixed file.
-    static Route to(std::filesystem::path file)
-    {
-        return [file = std::move(file)](const Rec&) { return file; };
-    }
+    explicit RoutedEncoder(Route route) : route_(std::move(route)) {}
 
     // What each append() returned, in order.
     std::vector<jsonlw::AppendResult> append_results() const
@@ -167,8 +177,7 @@ public:
         return results_;
     }
 
-protected:
-    void write_batch(std::span<const Rec> batch) override
+    void write_batch(std::span<const Rec> batch, jsonlw::BatchOutput<Rec>& out) override
     {
         throw_if_asked(batch);
         // Groups in order of first appearance; submission order is kept within a group.
@@ -185,16 +194,48 @@ protected:
         }
         for (const auto& [path, group] : groups) {
             const jsonlw::AppendResult r =
-                this->append(path, this->serialize_batch(std::span<const Rec* const>(group)));
+                out.append(path, out.serialize_batch(std::span<const Rec* const>(group)));
             std::lock_guard lock(results_mutex_);
             results_.push_back(r);
         }
     }
 
 private:
-    Route route_;
+    const Route route_;
     mutable std::mutex results_mutex_;
     std::vector<jsonlw::AppendResult> results_;
+};
+
+class RoutedWriter final : public TestWriter {
+public:
+    using Route = RoutedEncoder::Route;
+
+    RoutedWriter(boost::asio::any_io_executor ex, jsonlw::WriterOptions opts, Route route)
+        : RoutedWriter(std::move(ex), std::move(opts), std::make_shared<RoutedEncoder>(std::move(route)))
+    {
+    }
+
+    // <dir>/<key>/part.jsonl
+    static Route by_key(std::filesystem::path dir)
+    {
+        return [dir = std::move(dir)](const Rec& r) { return dir / r.key / "part.jsonl"; };
+    }
+    // Every record to one fixed file.
+    static Route to(std::filesystem::path file)
+    {
+        return [file = std::move(file)](const Rec&) { return file; };
+    }
+
+    std::vector<jsonlw::AppendResult> append_results() const { return routed_->append_results(); }
+
+private:
+    RoutedWriter(boost::asio::any_io_executor ex, jsonlw::WriterOptions opts,
+                 std::shared_ptr<RoutedEncoder> encoder)
+        : TestWriter(std::move(ex), std::move(opts), encoder), routed_(std::move(encoder))
+    {
+    }
+
+    std::shared_ptr<RoutedEncoder> routed_;
 };
 
 }  // namespace jsonlw_test
