@@ -2,7 +2,8 @@
 // thread. Two cells, each alternated run by run: LineChain::seal over 1 KiB lines next to the
 // plain copy a sink makes without a chain (ns per line; goal: at most 1.0 us for sha256), and
 // RawJsonWriter writing the same 1 KiB records with chain none, then sha256 (records/s and the
-// pair-by-pair ratio). docs/benchmarks.md, "Hash chain".
+// pair-by-pair ratio). docs/benchmarks.md, "Per-record features, the file check and the hash
+// chain".
 #include "scenarios.hpp"
 #include "side_by_side.hpp"
 #include "writer_harness.hpp"

@@ -1,8 +1,9 @@
 // The record-features scenario: the per-record features on vs off on the same record, side by
 // side — a trace context on the perf-metrics and raw-output records, and capture = metadata
 // (lengths and SHA-256 digests instead of text, frames and token ids) on the raw output. Thread
-// CPU time of serialize() in batches of 64, alternated (docs/benchmarks.md, "Trace context and
-// content capture on vs off"). The hash chain and OTLP have scenarios of their own.
+// CPU time of serialize() in batches of 64, alternated (docs/benchmarks.md, "Per-record
+// features, the file check and the hash chain"). The hash chain and OTLP have scenarios of
+// their own.
 #include "encode_loop.hpp"
 #include "runs.hpp"
 #include "scenarios.hpp"
@@ -44,7 +45,7 @@ void record_features_scenario(const Config& cfg, Report& report)
         std::function<void(jsonlw::JsonLine&)> a, b;
     };
     std::vector<Cell> cells = {
-        {"trace context: PerfMetricsWriter, the seed's worker record", "no trace context",
+        {"trace context: PerfMetricsWriter, the seed worker record", "no trace context",
          "with a trace context (\"traceparent\" key)",
          [&](jsonlw::JsonLine& l) { jsonlw::serialize_perf_metrics(perf_plain, l); },
          [&](jsonlw::JsonLine& l) { jsonlw::serialize_perf_metrics(perf_traced, l); }},

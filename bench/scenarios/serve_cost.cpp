@@ -5,7 +5,7 @@
 // capacity measured first: TTFT and end-to-end p50/p99 as the client sees them; (b)
 // saturation, closed loop: requests/s and tokens/s completed; (c) CPU per request in both,
 // the loop thread's and every thread's. With --h2load, (b) again with h2load as the client, a process of its own
-// (docs/benchmarks.md, "Serving cost").
+// (docs/benchmarks.md, "Serving"; the profile: docs/benchmarks-log.md).
 #include "runs.hpp"
 #include "scenarios.hpp"
 #include "side_by_side.hpp"

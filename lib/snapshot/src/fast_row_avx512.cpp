@@ -39,7 +39,7 @@ constexpr int W = 16;
 // How far ahead of the loads first_pass prefetches, in bytes. The hardware streamer alone keeps
 // up with the read pass but not with this loop, which stops at every block's end: from L3 a
 // 152,064 bf16 row took ~55 us without it, ~41 us with it (on the 2-core Xeon of
-// docs/benchmarks.md; 1 KiB ahead: ~47 us).
+// docs/benchmarks-log.md; 1 KiB ahead: ~47 us).
 constexpr std::int64_t prefetch_ahead = 4096;
 
 JSONLW_AVX512 inline void prefetch(const unsigned char* p) noexcept
@@ -289,7 +289,7 @@ JSONLW_AVX512 inline int keys_of(__m512 x, std::int32_t id0, __mmask16 m,
 // Offers the logits above the gate of every sub-block whose max beats it, in id order; from L1.
 // A vector's logits above the gate go to the buffer at once (TopCandidates::append): the
 // one-at-a-time offer of a branch per logit cost ~40 % of a 32,000 fp32 row (perf, on the
-// machine of docs/benchmarks.md), most of it mispredicted branches.
+// machine of docs/benchmarks-log.md), most of it mispredicted branches.
 template <LogitDType dt>
 JSONLW_AVX512 void offer_block(const unsigned char* p, std::int32_t base, std::int32_t n,
                                const SubMax& sub_max, TopCandidates& top) noexcept
@@ -319,7 +319,8 @@ JSONLW_AVX512 void offer_block(const unsigned char* p, std::int32_t base, std::i
 // 32 (k <= 32) or 64 (k <= 64 = SnapshotConfig::max_k) values: the fewer, the cheaper the rank
 // count, the looser the bound (k = 20 of 32 maxima of 32 logits: ~30 logits of the block's
 // 1024 above it). Without a seed the gate is -inf for the whole first block, which then offers
-// ~100 logits and cuts the buffer several times (docs/benchmarks.md, the CPU snapshot backend).
+// ~100 logits and cuts the buffer several times (docs/benchmarks-log.md, the CPU snapshot
+// backend).
 // NaN lanes cannot be here (vmaxps dropped them); -inf lanes only lower the bound.
 JSONLW_AVX512 float first_block_gate(const SubMax& sub_max, int k) noexcept
 {
