@@ -13,7 +13,8 @@ namespace bench {
 
 namespace {
 
-// A double as the seed spells it (Python's repr): fmt's shortest round-trip form, with ".0"
+// A double as TensorRT-LLM's Python writer spells it (json.dumps, i.e. repr): fmt's shortest
+// round-trip form, with ".0"
 // when that has neither a fraction nor an exponent.
 void py_double(fmt::memory_buffer& b, double d)
 {

@@ -18,7 +18,8 @@
 namespace bench {
 
 // Compiled fmt::format_to of the fields the record has, keys appended as literals, in the
-// seed's order and spelling (Python-repr doubles): the same bytes as PerfMetricsWriter's line.
+// order and spelling of TensorRT-LLM's tensorrt_llm/serve/perf_metrics.py (Python-repr
+// doubles): the same bytes as PerfMetricsWriter's line.
 void format_perf_by_hand(const jsonlw::PerfMetricsRecord& r, fmt::memory_buffer& b);
 
 // An output as a user accumulates and formats it by hand: the 4 chunks' text and token ids

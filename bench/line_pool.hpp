@@ -23,7 +23,8 @@ struct LinePool {
 
 LinePool make_pool(std::size_t line_bytes, std::size_t count = 64);
 
-// A pool of one line: the seed's aggregated worker record (a WorkerPerfMetricsRecord line,
+// A pool of one line: the seed record, the aggregated worker example of
+// support/perf_metrics_reference.hpp (a WorkerPerfMetricsRecord line,
 // tensorrt_llm/serve/_perf_metrics_schema.py), minified.
 LinePool seed_worker_pool();
 

@@ -50,7 +50,8 @@ struct WriterWorkload {
     std::size_t calls_per_record = 1;       // raw_output: on_chunk() calls per record
     std::string problem;                    // the calibration failed
 };
-// The seed's worker record plus `extra_steps` more step_metrics entries (about 190 B each).
+// The seed record (the aggregated worker example of support/perf_metrics_reference.hpp) plus
+// `extra_steps` more step_metrics entries (about 190 B each).
 WriterWorkload perf_metrics_workload(std::size_t extra_steps);
 // Outputs of about `line_bytes` (text, 4 frames, token ids), each fed as 4 on_chunk() calls.
 WriterWorkload raw_output_workload(std::size_t line_bytes, const std::filesystem::path& dir);
@@ -162,7 +163,7 @@ double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, RawPa
 double memcpy_line_seconds(const LinePool& pool, std::size_t iterations);
 double jsonline_seed_seconds(std::size_t iterations);
 double fmt_seed_seconds(std::size_t iterations);
-// The seed worker line as JsonLine builds it (to compare with the golden line).
+// The seed record's line as JsonLine builds it (to compare with TensorRT-LLM's golden line).
 std::string jsonline_seed_line();
 
 bool have_spdlog() noexcept;

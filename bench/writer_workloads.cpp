@@ -1,4 +1,5 @@
-// The configured writers' workloads: the seed's worker record (with more decode steps) for
+// The configured writers' workloads: the seed record (the aggregated worker example of
+// support/perf_metrics_reference.hpp, with more decode steps) for
 // PerfMetricsWriter, and raw outputs calibrated through RawOutputWriter's real hook.
 #include "writer_workloads.hpp"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Side by side, in one run: TensorRT-LLM-style asyncio writers (the baselines, written here
-as the seeds describe them) against jsonlw.trtllm on the same records, on one asyncio loop.
+as tensorrt_llm/serve/perf_metrics.py and tensorrt_llm/executor/raw_output_hook.py behave)
+against jsonlw.trtllm on the same records, on one asyncio loop.
 
   perf metrics   baseline: asyncio.Queue(1024), batches of 64, _jsonl_record + compact
                  json.dumps (NaN rejected) on the loop, asyncio.to_thread for the append

@@ -65,7 +65,7 @@ void otlp_cost_scenario(const Config& cfg, Report& report)
     std::vector<Case> cases;
     const WriterWorkload perf = perf_metrics_workload(0);
     const auto& perf_rec = *static_cast<const jsonlw::PerfMetricsRecord*>(perf.records.get());
-    cases.push_back({"PerfMetricsWriter, the seed's worker record",
+    cases.push_back({"PerfMetricsWriter, the seed worker record",
                      [&perf_rec](jsonlw::JsonLine& l) { jsonlw::serialize_perf_metrics(perf_rec, l); },
                      perf.lines.line_bytes, perf_writer.options().otlp});
     const WriterWorkload raw_out = raw_output_workload(1024, cfg.dir);

@@ -56,7 +56,7 @@ void serialization_scenario(const Config& cfg, Report& report)
         report.sections.push_back(std::move(sec));
     }
 
-    // JsonLine: building the seed worker record from typed fields.
+    // JsonLine: building the seed record (the aggregated worker example) from typed fields.
     const std::size_t iterations = cfg.quick ? 20000 : 200000;
     auto ns = [iterations](double seconds) { return seconds * 1e9 / iterations; };
     const WriterWorkload perf = perf_metrics_workload(0);
@@ -74,7 +74,7 @@ void serialization_scenario(const Config& cfg, Report& report)
     const std::string written = perf.lines.lines.front();
     Section sec;
     sec.scenario = "serialization";
-    sec.title = fmt::format("serialization: the seed's worker record ({} B) from typed fields, "
+    sec.title = fmt::format("serialization: the seed worker record ({} B) from typed fields, "
                             "{} per run, thread CPU time",
                             golden.size() + 1, human(static_cast<double>(iterations)));
     sec.params = {{"record_bytes", static_cast<double>(golden.size() + 1)},
@@ -90,17 +90,18 @@ void serialization_scenario(const Config& cfg, Report& report)
     for (std::size_t v = 1; v < sec.rows.size(); ++v)
         sec.rows[v].ratio = pair_ratios(sec.rows[0].values, sec.rows[v].values, false);
     const bool identical = written == golden;
-    if (!identical) sec.rows[0].problem = "PerfMetricsWriter's line differs from the seed's";
-    if (built != golden) sec.rows[1].problem = "the hand-built line differs from the seed's";
-    sec.notes.push_back(identical ? "PerfMetricsWriter's line is byte-identical to the seed's "
-                                    "golden line (Python repr doubles: 1000.0, 3.0)"
-                                  : "PerfMetricsWriter's line DIFFERS from the seed's: " + written);
+    if (!identical) sec.rows[0].problem = "PerfMetricsWriter's line differs from TensorRT-LLM's";
+    if (built != golden) sec.rows[1].problem = "the hand-built line differs from TensorRT-LLM's";
+    sec.notes.push_back(identical ? "PerfMetricsWriter's line is byte-identical to TensorRT-LLM's "
+                                    "(Python repr doubles: 1000.0, 3.0)"
+                                  : "PerfMetricsWriter's line DIFFERS from TensorRT-LLM's: " +
+                                        written);
     sec.notes.push_back("hand-built: the same JsonLine calls written out by hand for this record "
                         "(no optionals to test); the fmt floor is one format call with every "
-                        "value in place, not the seed's spelling (1000.0 prints as 1000)");
+                        "value in place, not Python's spelling (1000.0 prints as 1000)");
     Goal g = make_goal("PerfMetricsWriter serialize() per seed worker record", "<=", 450,
                        sec.rows[0].values.median(), "ns",
-                       identical ? "byte-identical to the seed's line" : "NOT byte-identical");
+                       identical ? "byte-identical to TensorRT-LLM's line" : "NOT byte-identical");
     if (!identical) g.met = false;
     report.goals.push_back(g);
     report.sections.push_back(std::move(sec));

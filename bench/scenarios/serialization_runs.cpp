@@ -76,7 +76,7 @@ struct jsonlw::RawJsonWriterProbe {
 namespace bench {
 namespace {
 
-// The seed's aggregated worker record (a WorkerPerfMetricsRecord line,
+// The seed record, the aggregated worker example (a WorkerPerfMetricsRecord line,
 // tensorrt_llm/serve/_perf_metrics_schema.py) as a typed struct.
 struct StepMetrics {
     std::optional<int> iter;

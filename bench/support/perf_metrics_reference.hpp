@@ -1,7 +1,8 @@
-// The perf-metrics reference records (the aggregated worker example and the 12-span disagg
-// example of docs/writers.md, "Disagg-server line") as typed records, and
-// the seed worker's golden line: one definition that jsonlw-bench and the perf-metrics tests
-// both build, so the bench times exactly the record the tests check byte for byte.
+// The perf-metrics reference records (the aggregated worker example, the "seed record" of
+// docs/benchmarks.md, and the 12-span disagg example of docs/writers.md, "Disagg-server line")
+// as typed records, and the worker example's golden line as TensorRT-LLM writes it: one
+// definition that jsonlw-bench and the perf-metrics tests both build, so the bench times
+// exactly the record the tests check byte for byte.
 #pragma once
 
 #include <jsonlw/perf_metrics_record.hpp>
@@ -13,8 +14,8 @@
 
 namespace perf_metrics_reference {
 
-// The seed's aggregated worker record as TensorRT-LLM writes it: Python's
-// json.dumps(..., separators=(",", ":")), floats as repr() spells the parsed values
+// The aggregated worker example as TensorRT-LLM's tensorrt_llm/serve/perf_metrics.py writes it:
+// Python's json.dumps(..., separators=(",", ":")), floats as repr() spells the parsed values
 // (1000.0000 -> 1000.0, 1000.0250 -> 1000.025, 5310.110 -> 5310.11).
 inline constexpr std::string_view seed_worker_line =
     R"({"request_id":42,"perf_metrics":{"timing_metrics":{"arrival_time":1000.0021,)"
@@ -38,7 +39,7 @@ inline std::string line_of(const jsonlw::PerfMetricsRecord& rec)
     return std::string(line.view());
 }
 
-// The seed worker's KV-cache counts (the hit rate is not written: TensorRT-LLM drops it).
+// The worker example's KV-cache counts (the hit rate is not written: TensorRT-LLM drops it).
 inline jsonlw::KvCacheMetrics seed_kv_cache_metrics()
 {
     return jsonlw::KvCacheMetrics{.num_total_allocated_blocks = 5,
@@ -48,8 +49,8 @@ inline jsonlw::KvCacheMetrics seed_kv_cache_metrics()
                                   .kv_cache_hit_rate = 0.4};
 }
 
-// The seed's aggregated worker record (seed_worker_line when extra_steps is 0), plus
-// `extra_steps` more decode steps spelled like the seed's (stamps 4 ms apart, about 190 B each).
+// The aggregated worker example (seed_worker_line when extra_steps is 0), plus `extra_steps`
+// more decode steps spelled like its one (stamps 4 ms apart, about 190 B each).
 inline jsonlw::PerfMetricsRecord seed_worker_record(std::size_t extra_steps = 0)
 {
     jsonlw::PerfMetricsRecord r;
@@ -94,7 +95,7 @@ inline jsonlw::PerfMetricsRecord seed_worker_record(std::size_t extra_steps = 0)
     return r;
 }
 
-// The disaggregated server's own phase of the reference's disagg example.
+// The disaggregated server's own phase of the 12-span disagg example.
 inline jsonlw::DisaggPhase disagg_server_phase()
 {
     jsonlw::DisaggPhase d;

@@ -22,7 +22,7 @@
 // mock cluster and reads it back. The demo makes each writer's file sink itself (a FileSink
 // for perf metrics, PartitionedFileSinks for the hour folders), so --retain-* reach all three
 // and, at the end, each sink's counters reconcile what it counted written with the lines found
-// on disk (demo_disk_check.hpp).
+// on disk (DiskCheck, demo_accounting.hpp).
 #include "../commands.hpp"
 #include "demo_accounting.hpp"
 #include "demo_engine.hpp"
