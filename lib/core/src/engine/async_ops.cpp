@@ -10,13 +10,13 @@ void WriterCore::Impl::finish(bool drained)
     if (waiters.finished()) return;
     close_timer.cancel();
     waiters.finish(CloseReport{self.stats(), drained});
-    wake_drain();
+    drain.wake();
 }
 
 // Close ran out of time: what is mid-append is unknown, what is queued is dropped.
 void WriterCore::Impl::abandon()
 {
-    yield_hop.store(true, std::memory_order_relaxed);
+    drain.request_yield();
     handoff.lock();
     if (const std::size_t n = handoff.abandon()) accounting.count_unknown(n);
     if (Guard g{*this}) accounting.count_shutdown(self.hooks_->discard_queued());
@@ -42,14 +42,14 @@ void WriterCore::Impl::on_close_request(asio::any_completion_handler<void(error_
         return;
     }
     waiters.add_close(std::move(h));
-    if (closing) return;
-    closing = true;
+    if (drain.closing()) return;
+    drain.begin_close();
     self.state_.store(State::closed, std::memory_order_release);
     {
         Guard g(*this);
         if (g) self.hooks_->close_intake();
     }
-    if (!drain_running) {
+    if (!drain.running()) {
         // Never started: nothing will write what was queued.
         std::size_t n = 0;
         if (Guard g{*this}) n = self.hooks_->discard_queued();
@@ -63,8 +63,8 @@ void WriterCore::Impl::on_close_request(asio::any_completion_handler<void(error_
         abandon();
         finish(false);
     });
-    yield_hop.store(true, std::memory_order_relaxed);
-    wake_drain();
+    drain.request_yield();
+    drain.wake();
 }
 
 void WriterCore::async_reopen_impl(asio::any_completion_handler<void(error_code)> h)
@@ -76,14 +76,14 @@ void WriterCore::async_reopen_impl(asio::any_completion_handler<void(error_code)
     }
     asio::post(impl_->strand, [core = shared_from_this(), h = std::move(h)]() mutable {
         Impl& d = *core->impl_;
-        if (d.waiters.finished() || d.closing) {  // close gives the file its final name anyway
+        if (d.waiters.finished() || d.drain.closing()) {  // close gives the file its final name anyway
             d.waiters.complete(std::move(h), error_code{});
             return;
         }
         // Request and waiter together, on the strand: the drain takes both at once.
         d.sinks.request_reopen();
         d.waiters.add_reopen(std::move(h));
-        d.wake_drain();
+        d.drain.wake();
     });
 }
 
@@ -102,8 +102,8 @@ void WriterCore::async_flush_impl(asio::any_completion_handler<void(error_code)>
             return;
         }
         d.waiters.add_flush(target, std::move(h));
-        d.yield_hop.store(true, std::memory_order_relaxed);
-        d.wake_drain();
+        d.drain.request_yield();
+        d.drain.wake();
     });
 }
 

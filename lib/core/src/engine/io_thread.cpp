@@ -16,16 +16,12 @@ constexpr int batches_per_hop = 16;
 void WriterCore::Impl::run_io_task(IoTask task) noexcept
 {
     switch (task) {
-    case IoTask::step:
-        io_step();
-        fsync_due_io = sinks.sync_due();
-        break;
+    case IoTask::step: io_step(); break;
     case IoTask::finalize: finalize_io(); break;
     case IoTask::sync: sinks.sync(); break;
     case IoTask::reopen: sinks.reopen(); break;
     case IoTask::tick: sinks.tick(); break;
     }
-    tick_due_io = sinks.next_tick();
 }
 
 // --- I/O thread ---
@@ -63,7 +59,7 @@ void WriterCore::Impl::io_step() noexcept
         sinks.after_batch();
         handoff.appending(false);
         if (!full || life->detaching.load(std::memory_order_relaxed) ||
-            yield_hop.load(std::memory_order_relaxed))
+            drain.yield_requested())
             break;
     }
     accounting.log_queue_drops();

@@ -6,8 +6,6 @@
 #include <jsonlw/detail/otlp_record_form.hpp>
 #include <jsonlw/malformed_record.hpp>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 
 #include <fmt/format.h>
 
@@ -41,18 +39,13 @@ std::uint64_t next_generation() noexcept
 WriterCore::Impl::Impl(WriterCore& core)
     : self(core),
       strand(asio::make_strand(core.ex_)),
-      wake_timer(strand),
       close_timer(strand),
       accounting(core.opts_),
       sinks(core.opts_, accounting),
       space(core.opts_),
       waiters(core.ex_),
-      poll_wake_records(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
-                                                  std::max<std::size_t>(core.opts_.batch_records, 1)))
+      drain(core, strand)
 {
-    // A wake-up posted straight to an io_context's executor can use the writer's own
-    // memory; through the type-erased executor Asio allocates (twice) off its threads.
-    if (const auto* io = core.ex_.target<asio::io_context::executor_type>()) loop_ex = *io;
     if (core.opts_.io_executor) {
         io_ex = *core.opts_.io_executor;
     } else {
@@ -139,8 +132,7 @@ void WriterCore::start()
         d.accounting.say(LogLevel::info, &WriterMessages::started, opts_.directory.native(),
                          d.sinks.describe());
     impl_->start_serializers();
-    impl_->drain_running = true;
-    asio::co_spawn(impl_->strand, Impl::drain(shared_from_this()), asio::detached);
+    impl_->drain.start();
 }
 
 void WriterCore::shutdown() noexcept
@@ -169,7 +161,7 @@ void WriterCore::shutdown() noexcept
     // closed here, on the destructor's thread, so that what it writes at close (a file's final
     // name, a durable sidecar) is there when the writer is gone. After a close, a no-op.
     d.sinks.close(false);
-    asio::post(d.strand, [core = shared_from_this()] { core->impl_->wake_drain(); });
+    asio::post(d.strand, [core = shared_from_this()] { core->impl_->drain.wake(); });
 }
 
 void WriterCore::envelope_open(LineBuffer& buf, const std::uint64_t* seq)

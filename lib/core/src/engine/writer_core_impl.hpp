@@ -3,7 +3,7 @@
 // objects). Included only by those files.
 //
 //   writer_core.cpp    the public WriterCore: construction, start(), shutdown(), envelope
-//   drain.cpp          the drain coroutine on the strand (its state is Impl's, below), its
+//   drain.hpp/.cpp     Drain: the drain coroutine on the strand and its state, its
 //                      wake-ups, the hops to the I/O thread
 //   io_thread.cpp      the I/O thread's tasks: a step of units, the final close
 //   close_handoff.hpp  CloseHandoff: who counts the unit in flight when close runs out of time
@@ -24,6 +24,7 @@
 
 #include "accounting.hpp"
 #include "close_handoff.hpp"
+#include "drain.hpp"
 #include "serializer_pool.hpp"
 #include "sink_set.hpp"
 #include "space_wait.hpp"
@@ -57,25 +58,6 @@ namespace jsonlw::detail {
 namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 
-// The memory of the wake-up a producer posts: one slot owned by the writer, so a wake-up
-// allocates nothing on the producer's thread. A second wake-up while the first is still
-// queued (rare: the drain re-parked before the first ran) falls back to the heap.
-struct WakeArena {
-    alignas(std::max_align_t) unsigned char slot[256];
-    std::atomic<bool> busy{false};
-
-    void* allocate(std::size_t n)
-    {
-        if (n <= sizeof slot && !busy.exchange(true, std::memory_order_acquire)) return slot;
-        return ::operator new(n);
-    }
-    void deallocate(void* p) noexcept
-    {
-        if (p == slot) busy.store(false, std::memory_order_release);
-        else ::operator delete(p);
-    }
-};
-
 struct WriterCore::Impl {
     explicit Impl(WriterCore& core);  // writer_core.cpp
     ~Impl();
@@ -103,8 +85,7 @@ struct WriterCore::Impl {
     bool enter() noexcept { return life->enter(); }
     void leave() noexcept { life->leave(); }
 
-    // --- hops between the strand and the I/O thread ---
-    enum class IoTask { step, finalize, sync, reopen, tick };
+    // --- the life guard, held by each I/O task and each look at the typed queue ---
     struct Guard {
         Impl& d;
         bool ok;
@@ -116,14 +97,7 @@ struct WriterCore::Impl {
         explicit operator bool() const noexcept { return ok; }
     };
 
-    // --- drain.cpp (strand) ---
-    static asio::awaitable<void> drain(std::shared_ptr<WriterCore> core);
-    // co_await on_io(task): runs the task on the I/O thread and resumes on the strand.
-    auto on_io(IoTask task);
-    void wake_drain() noexcept { wake_timer.cancel(); }
-    void post_wake() noexcept;  // any thread
-
-    // --- io_thread.cpp (I/O thread) ---
+    // --- io_thread.cpp (I/O thread; the drain hops there) ---
     void run_io_task(IoTask task) noexcept;
     void io_step() noexcept;
     void finalize_io() noexcept;
@@ -142,9 +116,6 @@ struct WriterCore::Impl {
     asio::strand<asio::any_io_executor> strand;
     std::optional<asio::thread_pool> own_io;
     asio::any_io_executor io_ex;
-    std::optional<asio::io_context::executor_type> loop_ex;  // ex_, when it is an io_context's
-    WakeArena wake_arena;
-    asio::steady_timer wake_timer;   // the drain parks (or lingers) on it
     asio::steady_timer close_timer;  // shutdown_timeout
 
     // The engine's objects; each says at its top who calls it from which thread.
@@ -156,22 +127,11 @@ struct WriterCore::Impl {
     // serializer_threads > 1 (and a writer that allows it): the helpers. Made by start().
     std::unique_ptr<SerializerPool> pool;
 
-    const std::uint64_t poll_wake_records;  // see maybe_wake()
-    std::atomic<bool> yield_hop{false};     // the I/O thread returns to the strand soon
-
     // Guard for the typed writer's lifetime.
     std::shared_ptr<Life> life = std::make_shared<Life>();
-    std::optional<clock::time_point> fsync_due_io;  // I/O task -> strand, via the hop
-    std::optional<clock::time_point> tick_due_io;   // likewise: the sink's next tick()
 
-    // The drain's own (strand only).
-    std::atomic<bool> drain_running{false};
-    bool closing = false;
-    std::optional<clock::time_point> tick_due;
-    std::optional<clock::time_point> empty_since;  // when the drain first found the queue empty
-    // Lingering or polling: the claim position from which a submit wakes the drain.
-    std::atomic<std::uint64_t> wake_at{0};
-    std::optional<clock::time_point> fsync_due;
+    // The drain: its coroutine, wake-ups and state (drain.hpp). Last: it reads the others.
+    Drain drain;
 };
 
 }  // namespace jsonlw::detail

@@ -157,6 +157,7 @@ public:
         boost::asio::any_completion_handler<void(error_code, CloseReport)> h);
 
 private:
+    friend class Drain;  // the drain (lib/core/src/engine/drain.hpp) rings the doorbell below
     struct Impl;
     static constexpr std::uint8_t awake = 0, parked = 1, lingering = 2;
     void maybe_wake(std::uint8_t seen, std::uint64_t pos) noexcept;
@@ -173,6 +174,7 @@ private:
     std::size_t unit_batches_ = 1;   // set by start()
     std::atomic<State> state_{State::created};
     std::atomic<std::uint64_t> final_pushes_{0};
+    // The drain's doorbell, the one drain state producers read (inline, in after_push()).
     alignas(64) std::atomic<std::uint8_t> wake_state_{awake};
     std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,119 @@
+// Drain: the writer's drain — one coroutine per writer on a strand of the user's executor
+// (started by WriterCore::start()) that parks when the queue is empty, polls or lingers for a
+// short batch, hops to the I/O thread for each step (and for fsyncs, sink ticks, a reopen,
+// the final close) and completes flushes; and the wake-up a producer's submit() posts to it.
+// Owned by WriterCore::Impl. run() and everything but the marked functions run on the
+// strand; notify() and request_yield() on any thread; yield_requested() on the I/O thread.
+// Owns its state: the timer it parks on, the wake-up's memory, the claim position from which
+// a submit wakes it, when it found the queue empty, the fsync and sink tick it owes, whether
+// close has begun. The one piece producers read, the doorbell (awake, parked, lingering), is
+// WriterCore's, so that submit() reads it inline.
+#pragma once
+
+#include <jsonlw/detail/writer_core.hpp>
+#include <jsonlw/writer_options.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace jsonlw::detail {
+
+// The memory of the wake-up a producer posts: one slot owned by the writer, so a wake-up
+// allocates nothing on the producer's thread. A second wake-up while the first is still
+// queued (rare: the drain re-parked before the first ran) falls back to the heap.
+struct WakeArena {
+    alignas(std::max_align_t) unsigned char slot[256];
+    std::atomic<bool> busy{false};
+
+    void* allocate(std::size_t n)
+    {
+        if (n <= sizeof slot && !busy.exchange(true, std::memory_order_acquire)) return slot;
+        return ::operator new(n);
+    }
+    void deallocate(void* p) noexcept
+    {
+        if (p == slot) busy.store(false, std::memory_order_release);
+        else ::operator delete(p);
+    }
+};
+
+// What the drain has the I/O thread do (WriterCore::Impl::run_io_task, io_thread.cpp).
+enum class IoTask { step, finalize, sync, reopen, tick };
+
+class Drain {
+public:
+    using clock = std::chrono::steady_clock;
+    using Strand = boost::asio::strand<boost::asio::any_io_executor>;
+
+    Drain(WriterCore& core, Strand& strand);
+    Drain(const Drain&) = delete;
+    Drain& operator=(const Drain&) = delete;
+
+    // start()'s caller, once: spawns the coroutine on the strand.
+    void start();
+    bool running() const noexcept { return running_.load(std::memory_order_acquire); }
+
+    // Any thread, after a push at `pos` found the doorbell `seen` (not awake): posts one
+    // wake-up per park — while polling or lingering, only once enough records wait.
+    void notify(std::uint8_t seen, std::uint64_t pos) noexcept;
+    // The strand: cuts the current park, poll or linger short.
+    void wake() noexcept { timer_.cancel(); }
+    // Any thread: have wake() run on the strand.
+    void post_wake() noexcept;
+
+    // The strand: close has begun — the drain writes what is queued, then finalizes.
+    void begin_close() noexcept { closing_ = true; }
+    bool closing() const noexcept { return closing_; }
+
+    // Any thread: the I/O thread should return to the strand after its current unit (a
+    // flush or close is waiting). The I/O thread reads it between units.
+    void request_yield() noexcept { yield_hop_.store(true, std::memory_order_relaxed); }
+    bool yield_requested() const noexcept { return yield_hop_.load(std::memory_order_relaxed); }
+
+private:
+    boost::asio::awaitable<void> run(std::shared_ptr<WriterCore> keep);
+    // co_await on_io(task): runs the task on the I/O thread and resumes on the strand.
+    auto on_io(IoTask task);
+    // The strand, at an empty queue: polls (idle_poll) or parks until a submit, a flush, a
+    // close, a due fsync or a due sink tick. Returns false when the writer is gone.
+    boost::asio::awaitable<bool> idle(std::uint64_t consumed);
+    // The strand, with fewer than a batch waiting: give it up to flush_interval to fill.
+    // Returns false when the writer is gone.
+    boost::asio::awaitable<bool> linger(std::uint64_t consumed);
+    void ring(std::uint8_t state) noexcept;
+
+    WriterCore& core_;
+    Strand& strand_;
+    const WriterOptions& opts_;
+    std::atomic<std::uint8_t>& doorbell_;  // WriterCore's wake_state_
+    std::optional<boost::asio::io_context::executor_type> loop_ex_;  // when it is an io_context's
+    WakeArena arena_;
+    boost::asio::steady_timer timer_;  // the drain parks (or lingers) on it
+    // Records waiting that cut a poll short: a quarter of the queue, at most a batch.
+    const std::uint64_t poll_wake_records_;
+    std::atomic<bool> running_{false};
+    std::atomic<bool> yield_hop_{false};
+    // Lingering or polling: the claim position from which a submit wakes the drain.
+    std::atomic<std::uint64_t> wake_at_{0};
+
+    // The strand's own.
+    bool closing_ = false;
+    std::optional<clock::time_point> empty_since_;  // when the drain first found the queue empty
+    std::optional<clock::time_point> fsync_due_;    // Durability::fsync_interval's next fsync
+    std::optional<clock::time_point> tick_due_;     // the sink's next tick()
+    // Written by an I/O task, read on the strand after its completion (the hop orders them).
+    std::optional<clock::time_point> fsync_due_io_;
+    std::optional<clock::time_point> tick_due_io_;
+};
+
+}  // namespace jsonlw::detail
