@@ -91,7 +91,7 @@ ThroughputResult writer_throughput(const WriterWorkload& wl, const ThroughputSpe
             // that must not lose a record retries it after a refusal (counted).
             const auto& tmpl = *static_cast<const jsonlw::PerfMetricsRecord*>(wl.records.get());
             jsonlw::PerfMetricsWriter w(loop.executor(), s.dir, "bench",
-                                        jsonlw::PerfMetricsOptions{
+                                        jsonlw::WriterOptions{
                                             .log = logs.sink(),
                                             .serializer_threads = s.serializers});
             w.start();

@@ -1,7 +1,7 @@
-// RawOutputWriter, the hook half, on the caller's threads: chunks, per-token data and ends
-// taken into the outputs in flight (raw_output_state.cpp, under one mutex), the hook's
-// counters and warnings, and the hand-over of finished records to the writer half
-// (raw_output_encoder.cpp; the line each record becomes is raw_output_line.cpp's).
+// RawOutputWriter: the engine given its encoder (raw_output_encoder.cpp; the line each record
+// becomes is raw_output_line.cpp's), and the hook on the caller's threads: chunks, per-token
+// data and ends taken into the outputs in flight (raw_output_state.cpp, under one mutex), the
+// hook's counters and warnings, and the submission of finished records.
 #include <jsonlw/raw_output_writer.hpp>
 
 #include "raw_output_encoder.hpp"
@@ -60,13 +60,16 @@ bool crosses_log_mark(std::uint64_t before, std::uint64_t after) noexcept
 }  // namespace
 
 RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts)
-    : state_(std::make_unique<State>(!opts.directory.empty(), opts.max_pending)),
-      records_(std::make_unique<JsonlRecordWriter<RawOutputRecord>>(
-          std::move(ex), writer_options(opts),
-          std::make_shared<detail::RawOutputEncoder>(
-              state_->file_name, state_->shells,
-              detail::RawOutputEncoder::Capturing{opts.capture, opts.serializer_threads,
-                                                  state_->metadata_captured})))
+    : RawOutputWriter(std::move(ex), opts,
+                      std::make_shared<State>(!opts.directory.empty(), opts.max_pending))
+{
+}
+
+RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, const RawOutputOptions& opts,
+                                 std::shared_ptr<State> state)
+    : JsonlRecordWriter<RawOutputRecord>(std::move(ex), writer_options(opts),
+                                         make_encoder(state, opts)),
+      state_(std::move(state))
 {
     if (!state_->enabled)
         warn(fmt::format("Raw output recording is off: {} / RawOutputOptions::directory is "
@@ -74,19 +77,37 @@ RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptio
                          raw_output_dir_env));
 }
 
+std::shared_ptr<RecordEncoder<RawOutputRecord>> RawOutputWriter::make_encoder(
+    const std::shared_ptr<State>& state, const RawOutputOptions& opts)
+{
+    // The encoder borrows the state's shells and metadata counter; owning a share of the
+    // state beside it, it keeps them alive for as long as the engine keeps the encoder, which
+    // is past this class's destruction (the base stops the engine after that).
+    struct Owner {
+        std::shared_ptr<State> state;
+        detail::RawOutputEncoder encoder;
+    };
+    const std::shared_ptr<Owner> owner(new Owner{
+        state, detail::RawOutputEncoder(
+                   state->file_name, state->shells,
+                   detail::RawOutputEncoder::Capturing{opts.capture, opts.serializer_threads,
+                                                       state->metadata_captured})});
+    return {owner, &owner->encoder};
+}
+
 RawOutputWriter::~RawOutputWriter() = default;
 
 void RawOutputWriter::start()
 {
-    const bool was_accepting = records_->enabled();
-    records_->start();
+    const bool was_accepting = enabled();
+    JsonlRecordWriter<RawOutputRecord>::start();
     // The directory could not be created (the writer logged why): nothing to record into.
-    if (was_accepting && !records_->enabled()) disable();
+    if (was_accepting && !enabled()) disable();
 }
 
 void RawOutputWriter::close_requested() noexcept
 {
-    if (close_requested_.exchange(true, std::memory_order_acq_rel) || !records_->enabled()) return;
+    if (close_requested_.exchange(true, std::memory_order_acq_rel) || !enabled()) return;
     {
         // Under the lock: a chunk that started an output before this is seen by end_all().
         std::lock_guard lock(state_->mu);
@@ -227,7 +248,7 @@ RawOutputCounters RawOutputWriter::counters() const noexcept
 
 void RawOutputWriter::deliver(RawOutputRecord&& rec)
 {
-    if (records_->submit(std::move(rec)) == SubmitResult::disabled) {
+    if (submit(std::move(rec)) == SubmitResult::disabled) {
         // start() failed but was called through the base: stop keeping state.
         not_recorded(1);
         disable();

@@ -31,16 +31,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace jsonlw {
 
-// The engine's options themselves (WriterOptions, whose defaults are those of TensorRT-LLM's
-// writer), for everything an embedder may set. PerfMetricsWriter sets the rest itself and ignores
-// what the fields below say: `directory` (a constructor argument), `stem` (from the kind),
-// `subject`, `messages` and TensorRT-LLM's constants queue_capacity (1024), batch_records
-// (64) and shutdown_timeout (5 s). `sink` may name another destination than the file
-// TensorRT-LLM's writer writes (a KafkaSink, a TeeSink of a file and Kafka: docs/sinks.md).
-using PerfMetricsOptions = WriterOptions;
+// The engine's options (WriterOptions, whose defaults are those of TensorRT-LLM's writer), for
+// everything an embedder may set; the writer has no field of its own yet. PerfMetricsWriter
+// sets the rest itself and ignores what the fields below say: `directory` (a constructor
+// argument), `stem` (from the kind), `subject`, `messages` and TensorRT-LLM's constants
+// queue_capacity (1024), batch_records (64) and shutdown_timeout (5 s). `sink` may name another
+// destination than the file TensorRT-LLM's writer writes (a KafkaSink, a TeeSink of a file and
+// Kafka: docs/sinks.md).
+struct PerfMetricsOptions : WriterOptions {};
 
 class PerfMetricsWriter final : public JsonlRecordWriter<PerfMetricsRecord> {
 public:
@@ -55,6 +57,14 @@ public:
     // [A-Za-z0-9._-] (std::invalid_argument otherwise: it becomes part of a file name).
     PerfMetricsWriter(boost::asio::any_io_executor ex, std::filesystem::path directory,
                       std::string kind, PerfMetricsOptions extra = {});
+    // The engine's options alone: what {.log = …} (designated initializers name only
+    // WriterOptions' fields) selects.
+    PerfMetricsWriter(boost::asio::any_io_executor ex, std::filesystem::path directory,
+                      std::string kind, WriterOptions extra)
+        : PerfMetricsWriter(std::move(ex), std::move(directory), std::move(kind),
+                            PerfMetricsOptions{std::move(extra)})
+    {
+    }
 
     const std::string& kind() const noexcept { return kind_; }
 

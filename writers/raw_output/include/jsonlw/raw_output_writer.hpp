@@ -3,9 +3,12 @@
 // (the C++ counterpart of TensorRT-LLM's RawOutputDump). One JSON line per finished output in
 // <directory>/<YYYY-MM-DDTHH>/raw-<pid>.jsonl, the hour taken from the record's finished_at.
 //
+// A JsonlRecordWriter<RawOutputRecord> given its encoder (a finished output as one line under
+// its hour folder's key), plus the hook that collects each output's chunks into its record.
+//
 // Thread-safety: on_chunk(), on_request_end() and end_all() may be called from any thread,
 // concurrently (for different requests, or the same one); they never throw, never block on
-// I/O and never touch the caller's buffers. The writer half's calls as JsonlRecordWriter's.
+// I/O and never touch the caller's buffers. The writer's own calls as JsonlRecordWriter's.
 // Lifetime: destroy the writer before the execution context of its executor.
 #pragma once
 
@@ -75,14 +78,11 @@ struct RawOutputCounters {
     std::uint64_t metadata_captured = 0;
 };
 
-// The hook half: collects chunks and per-token data into the outputs in flight (the LRU past
-// max_pending) and hands each finished output, as a record, to the writer half it owns — a
-// JsonlRecordWriter<RawOutputRecord> (its records() below) whose API this class forwards,
-// so a RawOutputWriter is started, flushed, closed and read like any writer.
-class RawOutputWriter {
+// The hook collects chunks and per-token data into the outputs in flight (the LRU past
+// max_pending) and submits each finished output, as a record, to the writer it is. Not
+// `final`: deliver() is a seam tests override to inject faults into the hand-over.
+class RawOutputWriter : public JsonlRecordWriter<RawOutputRecord> {
 public:
-    using record_type = RawOutputRecord;
-
     RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts);
     // The engine's options alone, max_pending at its default: what {.directory = …, .log = …}
     // (designated initializers name only WriterOptions' fields) selects.
@@ -90,9 +90,7 @@ public:
         : RawOutputWriter(std::move(ex), RawOutputOptions{std::move(opts)})
     {
     }
-    virtual ~RawOutputWriter();
-    RawOutputWriter(const RawOutputWriter&) = delete;
-    RawOutputWriter& operator=(const RawOutputWriter&) = delete;
+    ~RawOutputWriter() override;
 
     // The post-processor hook: what one output added at one step. A final chunk writes the
     // output's record. Never throws; a failure costs the record and is counted.
@@ -125,41 +123,20 @@ public:
     RawOutputCounters counters() const noexcept;
     std::size_t max_pending() const noexcept;
 
-    // --- the writer half (see JsonlRecordWriter for each) ---
+    // --- the writer (JsonlRecordWriter's calls; these two do the hook's part first) ---
     // Starts the writer; when its directory cannot be created the hook stops keeping state.
     void start();
     // Writes the outputs still in flight as partial, end_reason "shutdown" (first call only,
-    // while intake is open), then closes the writer.
+    // while intake is open), then closes the writer. (Called through a JsonlRecordWriter&,
+    // the base's async_close() closes without writing them.)
     template <class Token>
     auto async_close(Token&& token)
     {
         close_requested();
-        return records_->async_close(std::forward<Token>(token));
+        return JsonlRecordWriter<RawOutputRecord>::async_close(std::forward<Token>(token));
     }
-    template <class Token>
-    auto async_flush(Token&& token)
-    {
-        return records_->async_flush(std::forward<Token>(token));
-    }
-    template <class Token>
-    auto async_reopen(Token&& token)
-    {
-        return records_->async_reopen(std::forward<Token>(token));
-    }
-    void reopen() { records_->reopen(); }
-    // Hands a finished record straight to the writer (the hook does this for every output).
-    SubmitResult submit(RawOutputRecord rec) { return records_->submit(std::move(rec)); }
-    bool enabled() const noexcept { return records_->enabled(); }
-    WriterStats stats() const noexcept { return records_->stats(); }
-    bool drain_parked() const noexcept { return records_->drain_parked(); }
-    const std::filesystem::path& file_path() const noexcept { return records_->file_path(); }
-    std::vector<std::filesystem::path> files() const { return records_->files(); }
-    const std::string& writer_id() const noexcept { return records_->writer_id(); }
-    const WriterOptions& options() const noexcept { return records_->options(); }
-    bool append_outlived_close() const noexcept { return records_->append_outlived_close(); }
-    bool appending() const noexcept { return records_->appending(); }
-    boost::asio::any_io_executor get_executor() const noexcept { return records_->get_executor(); }
-    JsonlRecordWriter<RawOutputRecord>& records() noexcept { return *records_; }
+    // The writer itself, as JsonlRecordWriter (from when the hook owned one).
+    JsonlRecordWriter<RawOutputRecord>& records() noexcept { return *this; }
 
 protected:
     // Where a finished record goes, on the caller's thread, outside the hook's lock: submit()
@@ -168,6 +145,12 @@ protected:
 
 private:
     struct State;
+    RawOutputWriter(boost::asio::any_io_executor ex, const RawOutputOptions& opts,
+                    std::shared_ptr<State> state);
+    // The engine's encoder, sharing the hook's state (it hands buffers back to `shells` and
+    // counts metadata lines there).
+    static std::shared_ptr<RecordEncoder<RawOutputRecord>> make_encoder(
+        const std::shared_ptr<State>& state, const RawOutputOptions& opts);
     void close_requested() noexcept;
     void deliver_safely(RawOutputRecord&& rec) noexcept;
     void hook_failed(std::uint64_t records, std::string_view what) noexcept;
@@ -175,8 +158,8 @@ private:
     void disable() noexcept;
     void warn(std::string_view message) const noexcept;
 
-    std::unique_ptr<State> state_;  // before records_: it outlives the writer half
-    std::unique_ptr<JsonlRecordWriter<RawOutputRecord>> records_;
+    // Shared with the engine's encoder, so it lives until the engine is done with it too.
+    const std::shared_ptr<State> state_;
     std::atomic<bool> close_requested_{false};
 };
 
