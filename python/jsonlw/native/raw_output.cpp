@@ -8,6 +8,7 @@
 #include "raw_box.hpp"
 #include "raw_chunk.hpp"
 
+#include <jsonlw/detail/log_marks.hpp>
 #include <jsonlw/raw_output_writer.hpp>
 
 #include <fmt/format.h>
@@ -66,7 +67,7 @@ PyObject* hook_call(const HookBinding& h, PyObject* chunk) noexcept
             } catch (const std::exception& e) {
                 if (PyErr_Occurred()) PyErr_Clear();
                 const std::uint64_t n = b.bad_chunks.fetch_add(1) + 1;
-                if (n == 1 || n % 1000 == 0)
+                if (jsonlw::detail::log_worthy(n))
                     b.logs_warning(fmt::format(
                         "Dropped {} raw output chunk(s) that could not be read: {}", n, e.what()));
             }
@@ -254,7 +255,7 @@ void register_raw_output(py::module_& m)
         } catch (const std::exception& e) {
             if (PyErr_Occurred()) PyErr_Clear();
             const std::uint64_t n = b.bad_chunks.fetch_add(1) + 1;
-            if (n == 1 || n % 1000 == 0)
+            if (jsonlw::detail::log_worthy(n))
                 b.logs_warning(fmt::format("Dropped {} raw output chunk(s) that could not be read: {}", n, e.what()));
             b.emit_logs();
             return false;

@@ -7,6 +7,7 @@
 #include "raw_output_encoder.hpp"
 #include "raw_output_state.hpp"
 
+#include <jsonlw/detail/log_marks.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 
 #include <fmt/format.h>
@@ -49,12 +50,6 @@ WriterOptions writer_options(const RawOutputOptions& o)
     if (w.directory.empty()) w.sink.reset();
     else if (!w.sink) w.sink = std::make_shared<PartitionedFileSink>();
     return w;
-}
-
-// Logged at the first occurrence, then every 1000th (counts may jump by more than one).
-bool crosses_log_mark(std::uint64_t before, std::uint64_t after) noexcept
-{
-    return before == 0 || before / 1000 != after / 1000;
 }
 
 }  // namespace
@@ -259,7 +254,7 @@ void RawOutputWriter::deliver(RawOutputRecord&& rec)
 void RawOutputWriter::not_recorded(std::uint64_t records) noexcept
 {
     const auto before = state_->not_recorded.fetch_add(records, std::memory_order_relaxed);
-    if (records != 0 && crosses_log_mark(before, before + records)) {
+    if (records != 0 && detail::crosses_log_mark(before, before + records)) {
         try {
             warn(fmt::format("Dropped {} raw output record(s): the writer is disabled",
                              before + records));
@@ -283,7 +278,7 @@ void RawOutputWriter::deliver_safely(RawOutputRecord&& rec) noexcept
 void RawOutputWriter::hook_failed(std::uint64_t records, std::string_view what) noexcept
 {
     const auto before = state_->hook_failures.fetch_add(records, std::memory_order_relaxed);
-    if (records == 0 || crosses_log_mark(before, before + records)) {
+    if (records == 0 || detail::crosses_log_mark(before, before + records)) {
         try {
             warn(fmt::format("Dropped {} raw output record(s): {}", before + records, what));
         } catch (...) {

@@ -1,5 +1,6 @@
 #include <jsonlw/request_trace_writer.hpp>
 #include <jsonlw/detail/json_minifier.hpp>
+#include <jsonlw/detail/log_marks.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 #include <jsonlw/traceparent_field.hpp>
 
@@ -152,7 +153,7 @@ private:
         if (h.refused.empty()) return h.context;
         const std::uint64_t n =
             counters->invalid_traceparents.fetch_add(1, std::memory_order_relaxed) + 1;
-        if (n == 1 || n % 1000 == 0) {
+        if (detail::log_worthy(n)) {
             try {
                 const std::string message = fmt::format(
                     "Ignored {} invalid traceparent header(s) of traced requests (this one: {})",

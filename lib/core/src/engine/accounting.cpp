@@ -142,7 +142,7 @@ void Accounting::log_queue_drops() noexcept
     const std::uint64_t now = queue_full_.load(std::memory_order_acquire);
     std::uint64_t logged = queue_full_logged_.load(std::memory_order_acquire);
     while (logged < now) {
-        const std::uint64_t next = logged == 0 ? 1 : (logged / 1000 + 1) * 1000;
+        const std::uint64_t next = next_log_mark(logged);
         if (next > now) {
             // No mark between: remember the count (a failed exchange re-reads and retries).
             if (queue_full_logged_.compare_exchange_weak(logged, now, std::memory_order_acq_rel))
@@ -196,7 +196,7 @@ void WriterCore::count_queue_full() noexcept
     // A drop that reaches a log mark (1, then every 1000th) has the warning logged on the
     // strand: the I/O thread logs marks too, after each step, but a full queue often means
     // it is stuck in a write. One post per 1000 drops; the producer never formats or logs.
-    if (n == 1 || n % 1000 == 0) [[unlikely]] {
+    if (log_worthy(n)) [[unlikely]] {
         try {
             asio::post(impl_->strand, [core = shared_from_this()] {
                 Impl& d = *core->impl_;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <jsonlw/append_result.hpp>
+#include <jsonlw/detail/log_marks.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/lines.hpp>
 #include <jsonlw/log.hpp>
@@ -24,9 +25,6 @@
 #include <system_error>
 
 namespace jsonlw::detail {
-
-// Logged at the first occurrence, then every 1000th.
-inline bool log_worthy(std::uint64_t nth) noexcept { return nth == 1 || nth % 1000 == 0; }
 
 class Accounting {
 public:
