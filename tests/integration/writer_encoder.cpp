@@ -115,23 +115,3 @@ TEST_CASE("a preset destroyed while its encoder is mid-batch, with no shutdown()
     enc.reset();
     CHECK(alive->load() == 0);
 }
-
-namespace {
-// A subclass that overrides nothing: the engine has no encoder to call.
-class NoSerialize final : public jsonlw::JsonlRecordWriter<Rec> {
-public:
-    using JsonlRecordWriter::JsonlRecordWriter;
-};
-}  // namespace
-
-TEST_CASE("a subclass that overrides no serialize() drops every record as unexpected and says why", "[integration][encoder]")
-{
-    Harness h;
-    NoSerialize w(h.executor(), h.options());
-    h.start(w);
-    for (int i = 0; i < 3; ++i) w.submit(rec(i));
-    const jsonlw::CloseReport r = close(w);
-    CHECK(r.stats.written == 0);
-    CHECK(r.stats.dropped.unexpected == 3);
-    CHECK(h.logs.count_any("serialize() is not overridden") == 1);
-}
