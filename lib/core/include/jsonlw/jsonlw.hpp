@@ -21,6 +21,7 @@
 #include <jsonlw/raw_json_writer.hpp>
 #include <jsonlw/record_encoder.hpp>
 #include <jsonlw/sinks/chain_sink.hpp>
+#include <jsonlw/sinks/faulty_sink.hpp>
 #include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/sinks/line_sink.hpp>
 #include <jsonlw/sinks/memory_sink.hpp>
@@ -29,6 +30,7 @@
 #include <jsonlw/sinks/sink_decorator.hpp>
 #include <jsonlw/sinks/tee_sink.hpp>
 #include <jsonlw/submit_result.hpp>
+#include <jsonlw/testing/sink_conformance.hpp>
 #include <jsonlw/trace_context.hpp>
 #include <jsonlw/traceparent_field.hpp>
 #include <jsonlw/utc_time.hpp>
