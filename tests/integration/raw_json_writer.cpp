@@ -1,5 +1,5 @@
 // RawJsonWriter: records are JSON texts, validated in full with simdjson and minified to one
-// line; anything else is malformed and dropped alone (scenario d of issue 2 point 5).
+// line; anything else is malformed and dropped alone.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -184,7 +184,7 @@ TEST_CASE("submitting from many threads keeps every accepted JSON text whole", "
     CHECK(bad == 0);
 }
 
-// --- Validation modes, the batch pass and the no-minify path (issue 13 points 2 and 3) ---
+// --- Validation modes, the batch pass and the no-minify path ---
 
 namespace jsonlw {
 // Counters the writer keeps for tests: which records the batch pass decided, how many

@@ -1,4 +1,4 @@
-// async_flush / async_close with every completion-token style (scenario k of issue 2 point 5):
+// async_flush / async_close with every completion-token style:
 // a plain callback, use_awaitable inside a coroutine, use_future from another thread; each
 // completes on the handler's associated executor.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
@@ -34,7 +34,7 @@ struct Completion {
 }  // namespace
 
 TEST_CASE("async_flush and async_close work with a plain callback and complete on the handler's associated executor",
-          "[integration][async][5k]")
+          "[integration][async]")
 {
     // The handlers' context outlives the writer's loop: the loop thread may still hold a copy
     // of the handler's executor (a strand of `other`) for a moment after the handler ran, as
@@ -88,7 +88,7 @@ TEST_CASE("async_flush and async_close work with a plain callback and complete o
 }
 
 TEST_CASE("async_flush and async_close work with use_awaitable inside a coroutine and resume on its executor",
-          "[integration][async][5k]")
+          "[integration][async]")
 {
     IoRunner other;  // destroyed after `h.loop` (see above)
     Harness h;
@@ -131,7 +131,7 @@ TEST_CASE("async_flush and async_close work with use_awaitable inside a coroutin
     CHECK(count_lines(w.file_path()) == 60);
 }
 
-TEST_CASE("async_flush and async_close work with use_future from another thread", "[integration][async][5k]")
+TEST_CASE("async_flush and async_close work with use_future from another thread", "[integration][async]")
 {
     Harness h;
     TestWriter w(h.executor(), h.options());

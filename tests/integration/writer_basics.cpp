@@ -1,7 +1,6 @@
 // JsonlRecordWriter basics: the file and its lines, batching, malformed and unexpected
-// records, sanitized text, flush_interval, which thread writes, inert and disabled writers.
-// Scenarios a, b, d, e, i, l and m of issue 2 point 5, and the seed's writer tests
-// ([seed] tag).
+// records, sanitized text, flush_interval, which thread writes, inert and disabled writers
+// (TensorRT-LLM's Python writer's tests among them, ported).
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -84,7 +83,7 @@ std::pair<std::error_code, jsonlw::CloseReport> close_ec(W& w)
 }  // namespace
 
 TEST_CASE("records become one compact JSON line each, in submission order, in <stem>-<host>-<pid>-<UTC>.jsonl; a second start() changes nothing",
-          "[integration][writer][seed][5a]")
+          "[integration][writer]")
 {
     Harness h;
     TestWriter w(h.executor(), h.options());
@@ -159,7 +158,7 @@ TEST_CASE("records become one compact JSON line each, in submission order, in <s
     CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
-TEST_CASE("10 queued records with batch_records = 4 are appended as 4, 4 and 2", "[integration][writer][seed][5b]")
+TEST_CASE("10 queued records with batch_records = 4 are appended as 4, 4 and 2", "[integration][writer]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -206,7 +205,7 @@ TEST_CASE("while an append is slow, queued records are gathered into full batche
 }
 
 TEST_CASE("with a long flush_interval, a full batch is written at once, and flush and close do not wait for the interval",
-          "[integration][writer][5m]")
+          "[integration][writer]")
 {
     Harness h;
     auto o = h.options();
@@ -240,7 +239,7 @@ TEST_CASE("records submitted before start() wait in the queue and are written on
     CHECK(w.stats().written == 2);
 }
 
-TEST_CASE("a record JSON cannot represent (NaN, infinity) is dropped alone and logged once", "[integration][writer][seed][malformed]")
+TEST_CASE("a record JSON cannot represent (NaN, infinity) is dropped alone and logged once", "[integration][writer][malformed]")
 {
     Harness h;
     TestWriter w(h.executor(), h.options());
@@ -266,7 +265,7 @@ TEST_CASE("a record JSON cannot represent (NaN, infinity) is dropped alone and l
 }
 
 TEST_CASE("a malformed record (MalformedRecord from serialize) is dropped alone and logged; the rest of its batch is written",
-          "[integration][writer][5d][malformed]")
+          "[integration][writer][malformed]")
 {
     Harness h;
     auto o = h.options();
@@ -304,7 +303,7 @@ TEST_CASE("a malformed record (MalformedRecord from serialize) is dropped alone 
 }
 
 TEST_CASE("a configuration decides which errors are malformed: KeyError is malformed, a serializer bug is unexpected with its message logged, the rest is written",
-          "[integration][writer][seed][5e]")
+          "[integration][writer]")
 {
     Harness h;
     TestWriter w(h.executor(), h.options());
@@ -334,7 +333,7 @@ TEST_CASE("a configuration decides which errors are malformed: KeyError is malfo
     CHECK(errors[0].find("serializer bug in 3") != std::string::npos);
 }
 
-TEST_CASE("unexpected errors are logged first, then every 1000th, per stage", "[integration][writer][seed][5e]")
+TEST_CASE("unexpected errors are logged first, then every 1000th, per stage", "[integration][writer]")
 {
     Harness h;
     auto o = h.options();
@@ -365,7 +364,7 @@ TEST_CASE("unexpected errors are logged first, then every 1000th, per stage", "[
 }
 
 TEST_CASE("an unexpected failure in write_batch costs its batch, not the drain, and is logged with its message",
-          "[integration][writer][seed][5e]")
+          "[integration][writer]")
 {
     Harness h;
     TestWriter w(h.executor(), h.options());
@@ -410,7 +409,7 @@ TEST_CASE("invalid UTF-8 in a record is replaced by U+FFFD and counted as saniti
     CHECK(invariant_holds(s));
 }
 
-TEST_CASE("with flush_interval a lone record reaches the file without further submits or a flush", "[integration][writer][5m]")
+TEST_CASE("with flush_interval a lone record reaches the file without further submits or a flush", "[integration][writer]")
 {
     Harness h;
     auto o = h.options();
@@ -437,7 +436,7 @@ TEST_CASE("without flush_interval a lone record also reaches the file without a 
     CHECK(wait_until([&] { return count_lines(w.file_path()) == 1; }));
 }
 
-TEST_CASE("the user's executor never runs the append or the serialization", "[integration][writer][threads][5l]")
+TEST_CASE("the user's executor never runs the append or the serialization", "[integration][writer][threads]")
 {
     Harness h(with_seam);
     TestWriter w(h.executor(), h.options());
@@ -456,7 +455,7 @@ TEST_CASE("the user's executor never runs the append or the serialization", "[in
     CHECK(w.stats().written == 50);
 }
 
-TEST_CASE("with io_executor given, appends run on that executor and not on the user's", "[integration][writer][threads][5l]")
+TEST_CASE("with io_executor given, appends run on that executor and not on the user's", "[integration][writer][threads]")
 {
     Harness h(with_seam);
     boost::asio::thread_pool pool(1);
@@ -482,7 +481,7 @@ TEST_CASE("with io_executor given, appends run on that executor and not on the u
 }
 
 TEST_CASE("a writer without an output directory is inert: nothing created, nothing counted, submit returns disabled",
-          "[integration][writer][seed][5i]")
+          "[integration][writer]")
 {
     Harness h;
     // Run from inside the empty temp dir, to see that nothing is created relative to it.
@@ -514,7 +513,7 @@ TEST_CASE("a writer without an output directory is inert: nothing created, nothi
     CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
-TEST_CASE("an output directory that cannot be created disables the writer with one error log", "[integration][writer][seed][5i]")
+TEST_CASE("an output directory that cannot be created disables the writer with one error log", "[integration][writer]")
 {
     Harness h;
     write_file(h.dir / "blocker", "a regular file\n");

@@ -1,6 +1,6 @@
-// Many producers (scenario j of issue 2 point 5): the accounting invariant holds at every
-// snapshot and exactly at the end, the file holds exactly `written` valid lines, each
-// producer's records in its submission order; and a close racing with producers.
+// Many producers: the accounting invariant holds at every snapshot and exactly at the end, the
+// file holds exactly `written` valid lines, each producer's records in its submission order;
+// and a close racing with producers.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -69,7 +69,7 @@ std::string check_file(const std::filesystem::path& path, const jsonlw::WriterSt
 }  // namespace
 
 TEST_CASE("4 producers, 200,000 records, 1,024 slots, 1 and 4 serializer threads: the invariant holds at every snapshot; the file holds exactly the written lines, each producer's in order",
-          "[integration][concurrency][5j][serializers]")
+          "[integration][concurrency][serializers]")
 {
     const std::size_t serializers = GENERATE(1, 4);
     Harness h;

@@ -1,9 +1,9 @@
-// Tests that fail on small wrong changes to the core (issue 13 point 7), not only on crashes:
-// exact per-reason counts after each fault, exact batch boundaries, each overflow policy's
-// exact survivors, the block policy's wake-up threshold, `drained` and the flush waiters of a
-// timed-out close, and the accounting of a write_batch() that appends too little or too much.
-// Batches are made exact by submitting a whole group inside one handler on the loop thread:
-// the drain runs on that thread, so it cannot pop before the group is complete.
+// Tests that fail on small wrong changes to the core, not only on crashes: exact per-reason
+// counts after each fault, exact batch boundaries, each overflow policy's exact survivors, the
+// block policy's wake-up threshold, `drained` and the flush waiters of a timed-out close, and
+// the accounting of a write_batch() that appends too little or too much. Batches are made exact
+// by submitting a whole group inside one handler on the loop thread: the drain runs on that
+// thread, so it cannot pop before the group is complete.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 

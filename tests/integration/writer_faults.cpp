@@ -1,4 +1,4 @@
-// Failing appends (scenario f of issue 2 point 5, and the seed's write-failure tests): real
+// Failing appends (and TensorRT-LLM's Python writer's write-failure tests, ported): real
 // faults (a file that is a symlink to /dev/full gives ENOSPC; a directory path through a
 // regular file gives ENOTDIR) and injected ones through the FileIo seam (EIO, EINTR, short
 // writes). A failure costs its batch, is counted and warned about (rate-limited), never the
@@ -26,7 +26,7 @@ std::string line_of(int id)
 }  // namespace
 
 TEST_CASE("an append the filesystem refuses (a symlink to /dev/full: ENOSPC) costs its batch with one warning; once the fault clears, records are written again",
-          "[integration][faults][seed][5f]")
+          "[integration][faults]")
 {
     Harness h;
     const auto target = h.dir / "full.jsonl";
@@ -70,7 +70,7 @@ TEST_CASE("an append the filesystem refuses (a symlink to /dev/full: ENOSPC) cos
 }
 
 TEST_CASE("a directory path through a regular file (ENOTDIR) costs the batch with a warning; once the fault clears, records are written again",
-          "[integration][faults][5f]")
+          "[integration][faults]")
 {
     Harness h;
     write_file(h.dir / "blocker", "not a directory\n");
@@ -101,7 +101,7 @@ TEST_CASE("a directory path through a regular file (ENOTDIR) costs the batch wit
     CHECK(read_lines(target) == std::vector<std::string>{line_of(2)});
 }
 
-TEST_CASE("an append that fails with EIO costs only its batch, warns once, and the drain goes on", "[integration][faults][seed][5f]")
+TEST_CASE("an append that fails with EIO costs only its batch, warns once, and the drain goes on", "[integration][faults]")
 {
     Harness h(with_seam);
     TestWriter w(h.executor(), h.options());
@@ -134,7 +134,7 @@ TEST_CASE("an append that fails with EIO costs only its batch, warns once, and t
     CHECK(h.logs.count(LogLevel::error) == 0);
 }
 
-TEST_CASE("write failures are warned about first, then every 1000th", "[integration][faults][5f]")
+TEST_CASE("write failures are warned about first, then every 1000th", "[integration][faults]")
 {
     Harness h(with_seam);
     h.seam->fail_writev(ENOSPC, -1);

@@ -1,6 +1,5 @@
-// A per-key layout through write_batch/serialize_batch/append (scenario o of issue 2
-// point 5), durability (scenario n: fsync_batch, fsync_interval) and torn-tail isolation when
-// appending to an existing file.
+// A per-key layout through write_batch/serialize_batch/append, durability (fsync_batch,
+// fsync_interval) and torn-tail isolation when appending to an existing file.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -34,7 +33,7 @@ Rec keyed(int id, std::string key, bool bad = false)
 }  // namespace
 
 TEST_CASE("a per-key layout routes records into <dir>/<key>/part.jsonl through serialize_batch and append; its malformed records are still counted",
-          "[integration][layout][5o]")
+          "[integration][layout]")
 {
     Harness h;
     const auto out = h.dir / "by_key";
@@ -78,7 +77,7 @@ TEST_CASE("a per-key layout routes records into <dir>/<key>/part.jsonl through s
 }
 
 TEST_CASE("appending to an existing file whose last byte is not a newline writes a newline first, so a torn tail never glues onto a new record",
-          "[integration][durability][torn][5n]")
+          "[integration][durability][torn]")
 {
     Harness h;
     const auto torn = h.dir / "torn.jsonl";
@@ -116,7 +115,7 @@ TEST_CASE("appending to an existing file whose last byte is not a newline writes
     CHECK(invariant_holds(s));
 }
 
-TEST_CASE("fsync_batch fsyncs every batch before its records count as written", "[integration][durability][5n]")
+TEST_CASE("fsync_batch fsyncs every batch before its records count as written", "[integration][durability]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -158,7 +157,7 @@ TEST_CASE("fsync_batch fsyncs every batch before its records count as written", 
     }
 }
 
-TEST_CASE("a failed fsync under fsync_batch never counts its batch as written, and warns", "[integration][durability][faults][5n]")
+TEST_CASE("a failed fsync under fsync_batch never counts its batch as written, and warns", "[integration][durability][faults]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -185,7 +184,7 @@ TEST_CASE("a failed fsync under fsync_batch never counts its batch as written, a
     CHECK(h.logs.count(LogLevel::warning, "Input/output error") == 1);
 }
 
-TEST_CASE("fsync_interval fsyncs unsynced data within the interval without a flush", "[integration][durability][5n]")
+TEST_CASE("fsync_interval fsyncs unsynced data within the interval without a flush", "[integration][durability]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -199,7 +198,7 @@ TEST_CASE("fsync_interval fsyncs unsynced data within the interval without a flu
 }
 
 TEST_CASE("fsync_interval counts records as written after write, fsyncs at most once per interval and once more at close",
-          "[integration][durability][5n]")
+          "[integration][durability]")
 {
     Harness h(with_seam);
     auto o = h.options();

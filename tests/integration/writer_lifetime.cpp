@@ -19,7 +19,7 @@ constexpr int kRounds = 200;
 }
 
 TEST_CASE("a writer destroyed before its io_context ever ran leaves nothing that touches the context afterwards",
-          "[integration][shutdown][lifetime][5h]")
+          "[integration][shutdown][lifetime]")
 {
     TempDir dir;
     LogCapture logs;
@@ -40,7 +40,7 @@ TEST_CASE("a writer destroyed before its io_context ever ran leaves nothing that
 }
 
 TEST_CASE("a writer that was never started, destroyed before its io_context, leaves nothing behind",
-          "[integration][shutdown][lifetime][5h]")
+          "[integration][shutdown][lifetime]")
 {
     TempDir dir;
     LogCapture logs;
@@ -58,7 +58,7 @@ TEST_CASE("a writer that was never started, destroyed before its io_context, lea
 }
 
 TEST_CASE("a writer destroyed while its loop runs, with the loop destroyed right after, leaves nothing behind",
-          "[integration][shutdown][lifetime][5h]")
+          "[integration][shutdown][lifetime]")
 {
     TempDir dir;
     LogCapture logs;

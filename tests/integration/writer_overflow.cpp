@@ -1,5 +1,5 @@
-// Overflow policies with a full queue (scenario c of issue 2 point 5, and the seed's queue-full
-// test). The queue is filled deterministically: a seam holds the append of record 0, so the
+// Overflow policies with a full queue (and TensorRT-LLM's Python writer's queue-full test,
+// ported). The queue is filled deterministically: a seam holds the append of record 0, so the
 // drain is stuck while the test fills the queue; what was popped before the hold is computed
 // from the results and stats, never assumed. A submit that waits under the block policy runs
 // on a thread of its own with a deadline, so a wait that ignored block_timeout fails the test
@@ -87,7 +87,7 @@ SubmitResult submit_within(W& w, SeamFileIo& seam, int id, Clock::duration limit
 
 }  // namespace
 
-TEST_CASE("a full queue drops the newest records, counts them and logs the first drop only", "[integration][overflow][seed][5c]")
+TEST_CASE("a full queue drops the newest records, counts them and logs the first drop only", "[integration][overflow]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -123,7 +123,7 @@ TEST_CASE("a full queue drops the newest records, counts them and logs the first
     CHECK(h.logs.count(LogLevel::warning, "Dropped 1 test records") == 1);
 }
 
-TEST_CASE("a full queue drops the newest, counts every drop and logs the first drop and every 1000th", "[integration][overflow][5c]")
+TEST_CASE("a full queue drops the newest, counts every drop and logs the first drop and every 1000th", "[integration][overflow]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -181,7 +181,7 @@ TEST_CASE("a full queue is logged at its marks while the I/O thread is still stu
     CHECK(drop_warnings(h.logs) == std::vector<long>{1, 1000});  // each mark once
 }
 
-TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and the newest records are written", "[integration][overflow][5c]")
+TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and the newest records are written", "[integration][overflow]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -217,7 +217,7 @@ TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and t
     CHECK(drop_warnings(h.logs).empty());
 }
 
-TEST_CASE("block waits at most block_timeout for room, then drops and counts the record", "[integration][overflow][5c]")
+TEST_CASE("block waits at most block_timeout for room, then drops and counts the record", "[integration][overflow]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -262,7 +262,7 @@ TEST_CASE("block waits at most block_timeout for room, then drops and counts the
     CHECK(ids_of(read_lines(w.file_path())) == want);
 }
 
-TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[integration][overflow][5c]")
+TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[integration][overflow]")
 {
     Harness h(with_seam);
     auto o = h.options();
@@ -290,7 +290,7 @@ TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[in
 }
 
 TEST_CASE("async_submit under block waits without blocking its caller: accepted once there is room, dropped after block_timeout",
-          "[integration][overflow][async][5c]")
+          "[integration][overflow][async]")
 {
     Harness h(with_seam);
     auto o = h.options();

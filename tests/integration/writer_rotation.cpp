@@ -1,4 +1,4 @@
-// Files for shippers (issue 8 points 1 and 2): rotation of the default layout's file by size
+// Files for shippers: rotation of the default layout's file by size
 // and by age, by rename (never copy-truncate), with the open suffix so a loader globbing
 // *.jsonl never reads a file still being written; reopen()/async_reopen() for external
 // rotation tools; exact accounting across rotations; the {"seq","writer"} envelope whose gaps

@@ -1,10 +1,10 @@
-// WriterOptions::serializer_threads (issue 13 point 4): with 4 serializer threads a writer
-// writes the same bytes, in the same order, with the same counters as with 1 — malformed and
-// failing records, a per-key write_batch layout, the envelope and RawJsonWriter's batch
-// validation included — and a writer whose serialize() is not declared concurrent keeps it
-// on the I/O thread. Each record is serialized exactly once whichever thread does it, and
-// start() makes exactly serializer_threads - 1 helper threads (checked before anything waits
-// on them). Order and accounting under concurrent producers: writer_concurrency.
+// WriterOptions::serializer_threads: with 4 serializer threads a writer writes the same bytes,
+// in the same order, with the same counters as with 1 — malformed and failing records, a
+// per-key write_batch layout, the envelope and RawJsonWriter's batch validation included — and
+// a writer whose serialize() is not declared concurrent keeps it on the I/O thread. Each record
+// is serialized exactly once whichever thread does it, and start() makes exactly
+// serializer_threads - 1 helper threads (checked before anything waits on them). Order and
+// accounting under concurrent producers: writer_concurrency.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
-// How the drain is woken (issue 5): a producer at a steady rate never has to wake it — the
-// drain polls an empty queue every idle_poll before it parks — so submit() allocates nothing;
-// a wake-up that is still needed (after a long idle spell, or with idle_poll 0) allocates
-// nothing on the producer's thread either when the executor is an io_context's; and
-// RawJsonWriter's submit(std::string_view) copies a line into its queue cell without
-// allocating (issue 13 point 3). The test links the allocation counter
+// How the drain is woken: a producer at a steady rate never has to wake it — the drain polls an
+// empty queue every idle_poll before it parks — so submit() allocates nothing; a wake-up that
+// is still needed (after a long idle spell, or with idle_poll 0) allocates nothing on the
+// producer's thread either when the executor is an io_context's; and RawJsonWriter's
+// submit(std::string_view) copies a line into its queue cell without allocating. The test links
+// the allocation counter
 // (tests/support/alloc_count.hpp), which replaces the global operator new.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
-// Crash test (issue 7 point 1): a child process (crash_child) writes request traces through a
-// durable RequestTraceWriter and is killed with SIGKILL at 10 seeded random moments (after a
-// random number of flushed batches, while it is already submitting the next); after each, a
-// new child — a new writer — opens the same files. At the end:
+// Crash test: a child process (crash_child) writes request traces through a durable
+// RequestTraceWriter and is killed with SIGKILL at 10 seeded random moments (after a random
+// number of flushed batches, while it is already submitting the next); after each, a new child
+// — a new writer — opens the same files. At the end:
 //   - every line of every file is valid JSON, except torn lines (at most one per crash per
 //     file), each on a line of its own: the next append isolated it with '\n';
 //   - every record the child's stats counted as persisted (written under fsync_batch) before

@@ -1,11 +1,11 @@
-// The fault matrix of issue 7 point 2: each fault — ENOSPC (a file linked to /dev/full),
-// ENOTDIR, EIO, a short write (alone, and cut off by ENOSPC), EINTR, a failed fsync, the
-// directory removed (or replaced by a file) while running, an append stuck in the kernel —
-// is injected between records that go through, then cleared. For each: the accounting is
-// checked exactly (every record written, write_error or unknown, as the fault dictates),
-// records after the fault are written again, the file holds valid lines only (a torn line
-// only where bytes of a failed append landed, and never glued to the next record), and a
-// timer on the event loop keeps firing on time throughout.
+// The fault matrix: each fault — ENOSPC (a file linked to /dev/full), ENOTDIR, EIO, a short
+// write (alone, and cut off by ENOSPC), EINTR, a failed fsync, the directory removed (or
+// replaced by a file) while running, an append stuck in the kernel — is injected between
+// records that go through, then cleared. For each: the accounting is checked exactly (every
+// record written, write_error or unknown, as the fault dictates), records after the fault are
+// written again, the file holds valid lines only (a torn line only where bytes of a failed
+// append landed, and never glued to the next record), and a timer on the event loop keeps
+// firing on time throughout.
 // (tests/integration/writer_faults.cpp covers each fault's logging and single-fault shape.)
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>

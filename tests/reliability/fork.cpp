@@ -1,6 +1,6 @@
-// fork() (issue 7 point 8). A child forked while a writer has files open shares their
-// descriptors — and the files' O_APPEND offsets — with the parent. jsonlw's rule: a writer
-// inherited by a child never writes through them: each append in the child is refused
+// fork(): a child forked while a writer has files open shares their descriptors — and the
+// files' O_APPEND offsets — with the parent. jsonlw's rule: a writer inherited by a child never
+// writes through them: each append in the child is refused
 // (counted as write_error, nothing written), while a writer the child creates itself works.
 // The child here only drives the writer's event loop on its single thread (the writer's
 // appends run on a second io_context it also drives, so no thread is lost by the fork), then

@@ -1,7 +1,7 @@
-// Overload (issue 7 point 3): 4 producers submit at full speed for 10 seconds into each
-// overflow policy. The appends go to a sink FileIo that parses and discards them (a real
-// disk would fill with gigabytes), so the writer runs as fast as it can and the queue stays
-// full. Checked: the process's peak RSS grows by no more than the documented bound
+// Overload: 4 producers submit at full speed for 10 seconds into each overflow policy. The
+// appends go to a sink FileIo that parses and discards them (a real disk would fill with
+// gigabytes), so the writer runs as fast as it can and the queue stays full. Checked: the
+// process's peak RSS grows by no more than the documented bound
 //   queue_capacity × record size + batch buffers + a constant (docs/reliability.md),
 // the counts are exact (each producer's own tally of submit() results against stats(), and
 // the lines the sink saw against `written`), each producer's records arrive in order and

@@ -1,8 +1,7 @@
-// Security (issue 7 point 7): request-trace redaction covers every header of the list in any
-// letter case; a per-key layout key with '/', "..", '.', NUL, nothing or too much of
-// anything cannot leave the output directory once it goes through safe_path_component();
-// files are created with mode 0640 (before the umask) unless WriterOptions::file_mode says
-// otherwise.
+// Security: request-trace redaction covers every header of the list in any letter case; a
+// per-key layout key with '/', "..", '.', NUL, nothing or too much of anything cannot leave the
+// output directory once it goes through safe_path_component(); files are created with mode 0640
+// (before the umask) unless WriterOptions::file_mode says otherwise.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
-// Shutdown under load (issue 7 point 4): async_close while 4 producers are still submitting,
-// and while an append is stuck. Close completes within shutdown_timeout + 250 ms, the
-// report's counts add up against the producers' own tallies, and nothing outlives the
-// writer: the process's thread count returns to what it was, and the event loop runs out of
-// work (no timer, handler or coroutine of the writer is left on it). Under ASan/LSan (the
-// sanitizer phase of CI) a leaked coroutine frame or record would also fail the run.
+// Shutdown under load: async_close while 4 producers are still submitting, and while an append
+// is stuck. Close completes within shutdown_timeout + 250 ms, the report's counts add up
+// against the producers' own tallies, and nothing outlives the writer: the process's thread
+// count returns to what it was, and the event loop runs out of work (no timer, handler or
+// coroutine of the writer is left on it). Under ASan/LSan (the sanitizer phase of CI) a leaked
+// coroutine frame or record would also fail the run.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 

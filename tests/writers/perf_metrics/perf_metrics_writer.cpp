@@ -1,7 +1,7 @@
-// PerfMetricsWriter as configured: the seed's two configuration tests (a record without the
-// server phase is dropped as malformed with one warning and no error; 65 queued records are
-// appended as 64 + 1), the file name and constants, and the bad-input and fault paths. Every
-// line written is parsed back with simdjson and its fields checked.
+// PerfMetricsWriter as configured: TensorRT-LLM's Python writer's two configuration tests (a
+// record without the server phase is dropped as malformed with one warning and no error; 65
+// queued records are appended as 64 + 1), the file name and constants, and the bad-input and
+// fault paths. Every line written is parsed back with simdjson and its fields checked.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -130,7 +130,7 @@ std::string hostname()
 }  // namespace
 
 TEST_CASE("A record without the server phase is dropped as malformed with one warning and no error",
-          "[perf_metrics][seed]")
+          "[perf_metrics][malformed]")
 {
     TempDir dir;
     LogCapture logs;
@@ -139,7 +139,7 @@ TEST_CASE("A record without the server phase is dropped as malformed with one wa
     w.start();
     io.start();
 
-    PerfMetricsRecord empty;  // the seed's {"phases": {}}
+    PerfMetricsRecord empty;  // TensorRT-LLM's test record {"phases": {}}
     empty.request_id = "41";
     CHECK(w.submit(empty) == SubmitResult::accepted);
     CHECK(w.submit(worker_record("42")) == SubmitResult::accepted);
@@ -163,7 +163,7 @@ TEST_CASE("A record without the server phase is dropped as malformed with one wa
     check_worker_line(lines[0], 42);
 }
 
-TEST_CASE("65 queued records are appended as 64 + 1", "[perf_metrics][seed]")
+TEST_CASE("65 queued records are appended as 64 + 1", "[perf_metrics][batching]")
 {
     TempDir dir;
     LogCapture logs;

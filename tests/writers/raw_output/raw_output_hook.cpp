@@ -511,9 +511,9 @@ TEST_CASE("ending an unknown request is harmless", "[raw_output][hook][end]")
     CHECK(f.logs.size() == 0);
 }
 
-// --- review follow-up ---
+// --- Sampled sequences, and the limit on outputs held at once ---
 
-TEST_CASE("a record that joins two sampled sequences is marked", "[raw_output][hook][review]")
+TEST_CASE("a record that joins two sampled sequences is marked", "[raw_output][hook][sequences]")
 {
     Fixture f;
     // best_of = 2, n = 1: sequence A holds index 0 first, then sequence B ranks higher and
@@ -539,7 +539,7 @@ TEST_CASE("a record that joins two sampled sequences is marked", "[raw_output][h
     CHECK(records.at("3/0").text == "abcd");
 }
 
-TEST_CASE("outputs past the limit are written as evicted", "[raw_output][hook][review]")
+TEST_CASE("outputs past the limit are written as evicted", "[raw_output][hook][eviction]")
 {
     Fixture f(2);
     CHECK(f.w.max_pending() == 2);
@@ -567,7 +567,7 @@ TEST_CASE("outputs past the limit are written as evicted", "[raw_output][hook][r
     CHECK(by_key(all).at("9/0").end_reason == std::optional<std::string>("shutdown"));
 }
 
-TEST_CASE("the least recently updated output is evicted first", "[raw_output][hook][review]")
+TEST_CASE("the least recently updated output is evicted first", "[raw_output][hook][eviction]")
 {
     Fixture f(3);
     feed(f.w, {.req = 1, .text = "A", .ids = {1}});
@@ -590,7 +590,7 @@ TEST_CASE("the least recently updated output is evicted first", "[raw_output][ho
     CHECK_FALSE(records.at("3/0").partial);
 }
 
-TEST_CASE("an evicted output that produced nothing is not written", "[raw_output][hook][review]")
+TEST_CASE("an evicted output that produced nothing is not written", "[raw_output][hook][eviction]")
 {
     Fixture f(1);
     feed(f.w, {.req = 1, .text = "", .ids = {}});
