@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +92,22 @@ inline std::vector<std::string> files_in(const std::filesystem::path& dir)
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
         out.push_back(e.path().filename().string());
+    return out;
+}
+
+// The entries directly in `dir` whose name ends with `suffix`, sorted by name (".jsonl" for a
+// rotated writer's closed files, ".open" for those still being written).
+inline std::vector<std::filesystem::path> files_ending(const std::filesystem::path& dir,
+                                                       std::string_view suffix)
+{
+    std::vector<std::filesystem::path> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        if (name.size() >= suffix.size() &&
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+            out.push_back(e.path());
+    }
+    std::sort(out.begin(), out.end());
     return out;
 }
 

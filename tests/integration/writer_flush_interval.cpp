@@ -1,0 +1,70 @@
+// When records reach the file without a flush: a lone record with or without flush_interval, a
+// full batch at once under a long flush_interval, and flush and close never waiting for it.
+#define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <catch2/catch.hpp>
+
+#include "common.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+using namespace jsonlw_test;
+using jsonlw::SubmitResult;
+
+namespace {
+
+std::string line_of(int id, const std::string& text, const std::string& value = "0.0")
+{
+    return R"({"id":)" + std::to_string(id) + R"(,"text":")" + text + R"(","value":)" + value + "}";
+}
+
+}  // namespace
+
+TEST_CASE("with a long flush_interval, a full batch is written at once, and flush and close do not wait for the interval",
+          "[integration][writer][flush]")
+{
+    Harness h;
+    auto o = h.options();
+    o.flush_interval = std::chrono::hours(1);
+    o.batch_records = 4;
+    TestWriter w(h.executor(), o);
+    h.start(w);
+    for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    CHECK(wait_until([&] { return count_lines(w.file_path()) == 4; }));
+    REQUIRE(w.submit(rec(4)) == SubmitResult::accepted);
+    flush(w);
+    CHECK(count_lines(w.file_path()) == 5);
+    REQUIRE(w.submit(rec(5)) == SubmitResult::accepted);
+    const auto report = close(w);
+    CHECK(report.drained);
+    CHECK(report.stats.written == 6);
+    CHECK(count_lines(w.file_path()) == 6);
+}
+
+TEST_CASE("with flush_interval a lone record reaches the file without further submits or a flush", "[integration][writer][flush]")
+{
+    Harness h;
+    auto o = h.options();
+    o.flush_interval = std::chrono::milliseconds(50);
+    TestWriter w(h.executor(), o);
+    h.start(w);
+    REQUIRE(w.submit(rec(42)) == SubmitResult::accepted);
+    // Waits on the file itself (generous deadline), not on a sleep and not on async_flush.
+    CHECK(wait_until([&] { return count_lines(w.file_path()) == 1; }));
+    CHECK(read_lines(w.file_path()) == std::vector<std::string>{line_of(42, "r42")});
+    CHECK(wait_until([&] { return w.stats().written == 1; }));
+
+    // And again for a second lone record, after the drain went idle.
+    REQUIRE(w.submit(rec(43)) == SubmitResult::accepted);
+    CHECK(wait_until([&] { return count_lines(w.file_path()) == 2; }));
+}
+
+TEST_CASE("without flush_interval a lone record also reaches the file without a flush", "[integration][writer][flush]")
+{
+    Harness h;
+    TestWriter w(h.executor(), h.options());
+    h.start(w);
+    REQUIRE(w.submit(rec(7)) == SubmitResult::accepted);
+    CHECK(wait_until([&] { return count_lines(w.file_path()) == 1; }));
+}
