@@ -172,7 +172,7 @@ void throughput_scenario(const Config& cfg, Report& report)
                 report.goals.push_back(make_goal("PerfMetricsWriter seed worker record, 1 "
                                                  "producer, serializer_threads 2: end to end",
                                                  ">=", 1.5e6, rate2, "records/s",
-                                                 "issue 13's figure"));
+                                                 "set with serializer threads, 2026-12-01 (docs/benchmarks-log.md)"));
             } else {
                 limit_goal(report, sec, wl.name, steps == 1 ? "~1 KiB" : "~4 KiB", producers);
             }

@@ -65,7 +65,8 @@ def chunk(t0):
             "gpu_forward_time": 3.0, "gpu_sample_time": 0.25, "token_time": t0 + 0.006}
 
 
-# The workers of one disaggregated request: the reference's "12 distinct spans" stamps.
+# The workers of one disaggregated request: the stamps of TensorRT-LLM's perf-metrics unit
+# test whose 12 time-breakdown spans last 1…12 ms.
 def ctx_worker_record(ctx_request_id=7, disagg_request_id=1001):
     res = request_output(
         "11", arrival=1000.003, scheduled=1000.006, first_token=1000.010, last_token=1000.010,

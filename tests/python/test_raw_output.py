@@ -1,5 +1,5 @@
 """jsonlw.trtllm.RawOutputDump: TensorRT-LLM's raw-output post-processor hook
-(tensorrt_llm/executor/raw_output_hook.py, and the test list of seeds/000), on the C++
+(tensorrt_llm/executor/raw_output_hook.py and the behaviour its unit tests check), on the C++
 RawOutputWriter (queued: no file I/O in the caller)."""
 
 import dataclasses

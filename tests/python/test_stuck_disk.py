@@ -135,7 +135,7 @@ async def test_request_trace_close_gives_up_after_its_timeout_on_a_disk_that_sto
 
 
 async def test_65_queued_records_go_out_as_a_batch_of_64_then_1(out_dir):
-    # The seed's "65 queued -> 64 + 1", seen exactly: with the disk stuck, close finds the
+    # TensorRT-LLM's Python writer's test "65 queued -> 64 + 1", seen exactly: with the disk stuck, close finds the
     # first batch in the append (unknown) and the last record still queued (shutdown). The
     # drain writes as soon as start() returns, so the file (named after start()'s second) is
     # a full FIFO already, for each of the next few seconds.

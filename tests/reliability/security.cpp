@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The reference's list (trtllm-writers.md, credential redaction): exact names, and parts a
+// The names TensorRT-LLM's durable trace (tensorrt_llm/serve/request_trace.py) redacts: exact names, and parts a
 // name may contain anywhere.
 const std::vector<std::string> exact_names = {"authorization", "proxy-authorization", "cookie",
                                               "set-cookie"};

@@ -61,7 +61,7 @@ const char* const perf_file = "perf_metrics-server-node1-7-20260101T000000Z.json
 
 }  // namespace
 
-TEST_CASE("The reference's disaggregated example gives the 12 time-breakdown spans of exactly 1 to 12 ms",
+TEST_CASE("The 12-span disaggregated example gives the 12 time-breakdown spans of exactly 1 to 12 ms",
           "[tools][report]")
 {
     const Report r = run(data / "disagg");

@@ -17,7 +17,7 @@ const auto t_1405 = utc(2026, 9, 3, 14, 5, 9, 123456);
 
 }  // namespace
 
-TEST_CASE("A request line carries every field in the reference's order, credentials redacted "
+TEST_CASE("A request line carries every field in TensorRT-LLM's order, credentials redacted "
           "and the body minified",
           "[request_trace]")
 {
