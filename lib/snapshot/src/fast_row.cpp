@@ -56,6 +56,16 @@ CpuRowPath supported_at_most(CpuRowPath p) noexcept
     return p;
 }
 
+// The kernel of a supported path other than reference.
+const detail::RowKernel& kernel_of(CpuRowPath p) noexcept
+{
+    switch (p) {
+    case CpuRowPath::avx512: return detail::avx512_kernel();
+    case CpuRowPath::avx2: return detail::avx2_kernel();
+    default: return detail::scalar_kernel();
+    }
+}
+
 }  // namespace
 
 const char* cpu_row_path_name(CpuRowPath path) noexcept
@@ -139,12 +149,7 @@ bool fast_row(const void* row, LogitDType dtype, std::int32_t vocab, std::int32_
         const float x = load_logit(row, dtype, i);
         if (x > st.lse.m_ref && x < std::numeric_limits<float>::infinity()) st.lse.m_ref = x;
     }
-    bool plain = false;
-    switch (path) {
-    case CpuRowPath::avx512: plain = detail::fast_row_avx512(dtype, a, st); break;
-    case CpuRowPath::avx2: plain = detail::fast_row_avx2(dtype, a, st); break;
-    default: plain = detail::fast_row_scalar(dtype, a, st); break;
-    }
+    const bool plain = kernel_of(path).of(dtype).row(a, st);
     // No NaN and no +inf from here on; a top-k that would need -inf logits (a mostly masked
     // row) is filled in id order by the oracle rather than here.
     if (!plain || st.top.finish() < kk) {
@@ -184,22 +189,18 @@ double cpu_row_read_pass(const void* row, LogitDType dtype, std::int32_t vocab,
                          CpuRowPath path) noexcept
 {
     const auto* p = static_cast<const unsigned char*>(row);
-    switch (supported_at_most(path)) {
-    case CpuRowPath::avx512: return read_pass_avx512(p, dtype, vocab);
-    case CpuRowPath::avx2: return read_pass_avx2(p, dtype, vocab);
-    default: return read_pass_scalar(p, dtype, vocab);
-    }
+    return kernel_of(supported_at_most(path)).of(dtype).read_all(p, vocab);
 }
 
 double cpu_row_exp_pass(const void* row, LogitDType dtype, std::int32_t vocab, float m,
                         CpuRowPath path) noexcept
 {
     const auto* p = static_cast<const unsigned char*>(row);
-    switch (supported_at_most(path)) {
-    case CpuRowPath::avx512: return exp_pass_avx512(p, dtype, vocab, m);
-    case CpuRowPath::avx2: return exp_pass_avx2(p, dtype, vocab, m);
-    default: return exp_pass_scalar(p, dtype, vocab, m);
-    }
+    const DTypeKernel& k = kernel_of(supported_at_most(path)).of(dtype);
+    double s = 0;
+    for (std::int32_t base = 0; base < vocab; base += fast_block)
+        s += k.exp_sum(p, base, std::min(vocab - base, fast_block), m);
+    return s;
 }
 
 }  // namespace detail

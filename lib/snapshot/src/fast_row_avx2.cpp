@@ -319,55 +319,18 @@ JSONLW_AVX2 double read_all(const unsigned char* p, std::int32_t vocab) noexcept
 
 }  // namespace
 
-JSONLW_AVX2 bool fast_row_avx2(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept
+const RowKernel& avx2_kernel() noexcept
 {
-    switch (dtype) {
-    case LogitDType::f32: return row<LogitDType::f32>(a, st);
-    case LogitDType::f16: return row<LogitDType::f16>(a, st);
-    default: return row<LogitDType::bf16>(a, st);
-    }
-}
-
-JSONLW_AVX2 double read_pass_avx2(const unsigned char* p, LogitDType dtype,
-                                  std::int32_t vocab) noexcept
-{
-    switch (dtype) {
-    case LogitDType::f32: return read_all<LogitDType::f32>(p, vocab);
-    case LogitDType::f16: return read_all<LogitDType::f16>(p, vocab);
-    default: return read_all<LogitDType::bf16>(p, vocab);
-    }
-}
-
-JSONLW_AVX2 double exp_pass_avx2(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
-                                 float m) noexcept
-{
-    double s = 0;
-    for (std::int32_t base = 0; base < vocab; base += fast_block) {
-        const std::int32_t n = vocab - base < fast_block ? vocab - base : fast_block;
-        switch (dtype) {
-        case LogitDType::f32: s += exp_sum<LogitDType::f32>(p, base, n, m); break;
-        case LogitDType::f16: s += exp_sum<LogitDType::f16>(p, base, n, m); break;
-        default: s += exp_sum<LogitDType::bf16>(p, base, n, m); break;
-        }
-    }
-    return s;
+    using enum LogitDType;
+    static constexpr RowKernel kernel{{row<f32>, read_all<f32>, exp_sum<f32>},
+                                      {row<f16>, read_all<f16>, exp_sum<f16>},
+                                      {row<bf16>, read_all<bf16>, exp_sum<bf16>}};
+    return kernel;
 }
 
 #else  // not x86: never selected (cpu_row_path_supported says no); the portable kernel stands in
 
-bool fast_row_avx2(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept
-{
-    return fast_row_scalar(dtype, a, st);
-}
-double read_pass_avx2(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept
-{
-    return read_pass_scalar(p, dtype, vocab);
-}
-double exp_pass_avx2(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
-                     float m) noexcept
-{
-    return exp_pass_scalar(p, dtype, vocab, m);
-}
+const RowKernel& avx2_kernel() noexcept { return scalar_kernel(); }
 
 #endif
 

@@ -92,21 +92,34 @@ struct FastRowState {
     std::uint32_t above = 0;  // logits that come before the sampled one in the total order
 };
 
-// The kernels: false when the row must go to reference_row (a NaN or a +inf in it).
-bool fast_row_scalar(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept;
-bool fast_row_avx2(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept;
-bool fast_row_avx512(LogitDType dtype, const FastRowArgs& a, FastRowState& st) noexcept;
+// A kernel's walks for one dtype (each file's row, read_all and exp_sum templates).
+struct DTypeKernel {
+    // The row: false when it must go to reference_row (a NaN or a +inf in it).
+    bool (*row)(const FastRowArgs& a, FastRowState& st) noexcept;
+    // The bench passes of fast_row.hpp: every logit read once; one block's sum of exp(x - m).
+    double (*read_all)(const unsigned char* p, std::int32_t vocab) noexcept;
+    double (*exp_sum)(const unsigned char* p, std::int64_t base, std::int32_t n,
+                      float m) noexcept;
+};
 
-// The bench passes of fast_row.hpp, per path.
-double read_pass_scalar(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept;
-double read_pass_avx2(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept;
-double read_pass_avx512(const unsigned char* p, LogitDType dtype, std::int32_t vocab) noexcept;
-double exp_pass_scalar(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
-                       float m) noexcept;
-double exp_pass_avx2(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
-                     float m) noexcept;
-double exp_pass_avx512(const unsigned char* p, LogitDType dtype, std::int32_t vocab,
-                       float m) noexcept;
+// A SIMD path's kernel: its walks per dtype. fast_row.cpp picks the path, then the dtype, so
+// the three files export a table each and no dispatch of their own.
+struct RowKernel {
+    DTypeKernel f32, f16, bf16;
+
+    const DTypeKernel& of(LogitDType dtype) const noexcept
+    {
+        switch (dtype) {
+        case LogitDType::f32: return f32;
+        case LogitDType::f16: return f16;
+        default: return bf16;
+        }
+    }
+};
+
+const RowKernel& scalar_kernel() noexcept;
+const RowKernel& avx2_kernel() noexcept;    // not x86: scalar_kernel()
+const RowKernel& avx512_kernel() noexcept;  // not x86: scalar_kernel()
 
 // exp's polynomial: e^r ~ 1 + r + r^2 (c2 + c3 r + c4 r^2 + c5 r^3) on |r| <= ln2 / 2, fitted
 // here for the smallest relative error with 1 + r exact (so e^0 is exactly 1 and a row of equal
