@@ -10,9 +10,8 @@
 #include <jsonlw/snapshot/reference.hpp>
 #include <jsonlw/snapshot/stage.hpp>
 
-#include "io_runner.hpp"
+#include "raw_output_in_temp_dir.hpp"
 #include "stage_support.hpp"
-#include "temp_dir.hpp"
 #include "wait.hpp"
 
 #include <boost/asio/post.hpp>
@@ -33,23 +32,12 @@ using namespace std::chrono_literals;
 
 using jsonlw_test::lines_under;
 
-TEST_CASE("captured steps become raw-output records whose logprobs, ranks and top_logprobs match the reference", "[snapshot][end_to_end]")
+TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "captured steps become raw-output records whose logprobs, ranks and top_logprobs match the reference", "[snapshot][end_to_end]")
 {
-    jsonlw_test::TempDir dir;
-    jsonlw_test::IoRunner loop;
-    jsonlw::RawOutputOptions ro;
-    ro.directory = dir.path();
-    jsonlw::RawOutputWriter writer(loop.executor(), ro);
-    writer.start();
-
     constexpr int V = 500, rows = 4, steps = 6, k = 3;
-    SnapshotConfig config;
-    config.k = k;
-    config.max_rows = rows;
-    config.max_vocab = V;
+    SnapshotConfig config = jsonlw_test::cpu_config(k, rows, V, 4);
     config.first_gen = FirstGenMode::float16_compat;
     config.max_first_gen_rows_per_step = rows;
-    config.cpu_threads = 1;
 
     // The loop's side: each batch becomes one chunk per row (one token), the last step final.
     std::map<std::uint64_t, std::vector<TokenSnapshot>> seen;  // request -> rows, loop only

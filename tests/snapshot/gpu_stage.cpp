@@ -166,20 +166,15 @@ TEST_CASE("GPU first-gen rows equal the CPU conversion byte for byte", "[gpu]")
 TEST_CASE("GPU capture() returns while its stream is still blocked; the batch comes later", "[gpu]")
 {
     const int rows = 64, v = 152064;
-    const auto h = random_logits(LogitDType::bf16, rows, v, v, 61);
-    const auto s = random_sampled(rows, v, 62);
-    const DeviceStep step(h, s);
-    int device = 0;
-    CUDA_OK(cudaGetDevice(&device));
-    cudaStream_t stream;
-    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const RandomStep step(LogitDType::bf16, rows, v, 61);
+    const TestStream ts;
+    const cudaStream_t stream = ts.stream;
     Collector c;
-    SnapshotConfig cfg = config_for(rows, v);
-    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
+    auto stage = SnapshotStage::create(config_for(rows, v), Backend::cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{step.logits.p, LogitDType::bf16, rows, v, v, device};
+    const LogitsView view = step.view(ts.device);
     // Warm up (first launches load modules), then time.
-    REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::enqueued);
+    REQUIRE(stage->capture(view, step.device.ids(), meta, stream) == CaptureResult::enqueued);
     REQUIRE(stage->drain(30s));
     std::vector<double> us;
     for (int i = 0; i < 5; ++i) {
@@ -187,7 +182,7 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
         CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
         const std::size_t before = c.count();
         const auto t0 = std::chrono::steady_clock::now();
-        const auto r = stage->capture(view, step.ids(), meta, stream);
+        const auto r = stage->capture(view, step.device.ids(), meta, stream);
         const auto t1 = std::chrono::steady_clock::now();
         REQUIRE(r == CaptureResult::enqueued);
         REQUIRE(c.count() == before);  // not before the stream got there
@@ -206,40 +201,32 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
     const auto st = stage->stats();
     CHECK(st.watchdog_fires == 0);
     CHECK(st.delivered_batches == 6);
-    stage.reset();
-    cudaStreamDestroy(stream);
     std::printf("max |gpu - ref| of lse/logprobs: %.3g\n", g_max_abs_err);
 }
 
 TEST_CASE("GPU full ring drops the step instead of waiting", "[gpu]")
 {
     const int rows = 8, v = 4096;
-    const auto h = random_logits(LogitDType::f32, rows, v, v, 71);
-    const auto s = random_sampled(rows, v, 72);
-    const DeviceStep step(h, s);
-    int device = 0;
-    CUDA_OK(cudaGetDevice(&device));
-    cudaStream_t stream;
-    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const RandomStep step(LogitDType::f32, rows, v, 71);
+    const TestStream ts;
+    const cudaStream_t stream = ts.stream;
     Collector c;
     SnapshotConfig cfg = config_for(rows, v);
     cfg.ring_slots = 2;
     auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{step.logits.p, LogitDType::f32, rows, v, v, device};
+    const LogitsView view = step.view(ts.device);
     Gate gate;  // the stream holds both slots until the third capture has returned
     CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
-    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::enqueued);
-    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::enqueued);
-    CHECK(stage->capture(view, step.ids(), meta, stream) == CaptureResult::dropped);
+    CHECK(stage->capture(view, step.device.ids(), meta, stream) == CaptureResult::enqueued);
+    CHECK(stage->capture(view, step.device.ids(), meta, stream) == CaptureResult::enqueued);
+    CHECK(stage->capture(view, step.device.ids(), meta, stream) == CaptureResult::dropped);
     gate.release();
     REQUIRE(stage->drain(30s));
     CHECK(!gate.timed_out);
     CHECK(c.count() == 2);
     CHECK(stage->stats().dropped_steps == 1);
     CHECK(stage->stats().delivered_batches == 2);
-    stage.reset();
-    cudaStreamDestroy(stream);
 }
 
 TEST_CASE("GPU ties spread over every tile overflow the merge's shared-memory cap and stay exact", "[gpu]")

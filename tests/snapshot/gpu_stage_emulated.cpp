@@ -79,9 +79,7 @@ TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never 
 {
     DeviceReset restore;
     const int rows = 4, v = 4096;
-    const auto h = random_logits(LogitDType::f32, rows, v, v, 101);
-    const auto s = random_sampled(rows, v, 102);
-    const DeviceStep step(h, s);
+    const RandomStep step(LogitDType::f32, rows, v, 101);
     Collector c;
     SnapshotConfig cfg = config_for(rows, v);
     cfg.watchdog = 50ms;
@@ -91,13 +89,12 @@ TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never 
     auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     jsonlw::emu::stall_new_streams(false);
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{step.logits.p, LogitDType::f32, rows, v, v, 0};
-    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::enqueued);
+    REQUIRE(stage->capture(step.view(0), step.device.ids(), meta, nullptr) == CaptureResult::enqueued);
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 1);
     CHECK(!c.failed[0]);
     CHECK(stage->stats().watchdog_fires == 1);
-    compare_rows(c.rows[0], h, s, cfg.k);
+    compare_rows(c.rows[0], step.host, step.sampled, cfg.k);
     jsonlw::emu::release_all_streams();  // the late host function finds its slot delivered
     stage.reset();
     CHECK(c.count() == 1);
@@ -150,23 +147,20 @@ TEST_CASE("Emulated GPU: a refused launch fails that step alone; the next one is
 {
     DeviceReset restore;
     const int rows = 3, v = 1000;
-    const auto h = random_logits(LogitDType::bf16, rows, v, v, 121);
-    const auto s = random_sampled(rows, v, 122);
-    const DeviceStep step(h, s);
+    const RandomStep step(LogitDType::bf16, rows, v, 121);
     Collector c;
     SnapshotConfig cfg = config_for(rows, v);
     auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     std::vector<RowMeta> meta(rows);
-    const LogitsView view{step.logits.p, LogitDType::bf16, rows, v, v, 0};
     jsonlw::emu::fail_next_launch(cudaErrorLaunchOutOfResources);
-    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::enqueued);
-    REQUIRE(stage->capture(view, step.ids(), meta, nullptr) == CaptureResult::enqueued);
+    REQUIRE(stage->capture(step.view(0), step.device.ids(), meta, nullptr) == CaptureResult::enqueued);
+    REQUIRE(stage->capture(step.view(0), step.device.ids(), meta, nullptr) == CaptureResult::enqueued);
     REQUIRE(stage->drain(30s));
     REQUIRE(c.count() == 2);
     CHECK(c.failed[0]);
     CHECK(!c.failed[1]);
     CHECK(stage->stats().last_error == "kernel launch: cudaErrorLaunchOutOfResources (too many resources requested for launch)");
-    compare_rows(c.rows[1], h, s, cfg.k);
+    compare_rows(c.rows[1], step.host, step.sampled, cfg.k);
 }
 
 TEST_CASE("Emulated GPU: a device allocation that fails makes create() throw, naming it", "[gpu][emulated]")

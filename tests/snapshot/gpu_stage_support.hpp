@@ -263,6 +263,41 @@ inline std::vector<std::int32_t> random_sampled(int rows, int vocab, std::uint64
     return s;
 }
 
+// One seeded step (rows x vocab logits, stride vocab; sampled ids seeded with seed + 1) on the
+// host, for the reference, and its copy on the device, for capture().
+struct RandomStep {
+    HostLogits host;
+    std::vector<std::int32_t> sampled;
+    DeviceStep device;
+
+    RandomStep(LogitDType dt, int rows, int vocab, std::uint64_t seed)
+        : host(random_logits(dt, rows, vocab, vocab, seed)),
+          sampled(random_sampled(rows, vocab, seed + 1)), device(host, sampled)
+    {
+    }
+    LogitsView view(int device_id) const
+    {
+        return LogitsView{device.logits.p, host.dtype, host.rows, host.vocab, host.vocab,
+                          device_id};
+    }
+};
+
+// A non-blocking stream on the current device, destroyed with this object (declare it before
+// the stage that captures on it).
+struct TestStream {
+    int device = 0;
+    cudaStream_t stream = nullptr;
+
+    TestStream()
+    {
+        CUDA_OK(cudaGetDevice(&device));
+        CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    }
+    ~TestStream() { cudaStreamDestroy(stream); }
+    TestStream(const TestStream&) = delete;
+    TestStream& operator=(const TestStream&) = delete;
+};
+
 // Stream work that ends only when the test opens it (or after 10 s, which the test then sees):
 // a capture() that waited for its stream could not return before the gate opened.
 struct Gate {

@@ -36,13 +36,7 @@ namespace {
 
 SnapshotConfig small_config()
 {
-    SnapshotConfig c;
-    c.k = 5;
-    c.max_rows = 64;
-    c.max_vocab = 4096;
-    c.ring_slots = 2;
-    c.cpu_threads = 1;
-    return c;
+    return jsonlw_test::cpu_config(5, 64, 4096, 2);
 }
 
 bool same_bits(float a, float b)

@@ -1,6 +1,7 @@
-// What the snapshot-stage tests share: a seeded host step to capture (Step), a sink that keeps
-// every batch and so its slot until the test lets go (Keeper), and the lines of every .jsonl
-// file under a directory (lines_under). Test threads only; each owns what it holds.
+// What the snapshot-stage tests share: a small CPU stage's config (cpu_config), a seeded host
+// step to capture (Step), a sink that keeps every batch and so its slot until the test lets go
+// (Keeper), and the lines of every .jsonl file under a directory (lines_under). Test threads
+// only; each owns what it holds.
 #pragma once
 
 #include <jsonlw/snapshot/stage.hpp>
@@ -14,6 +15,19 @@
 #include <vector>
 
 namespace jsonlw_test {
+
+// A CPU stage of one row worker: k, the largest step and the ring as given.
+inline jsonlw::snapshot::SnapshotConfig cpu_config(int k, int max_rows, int max_vocab,
+                                                   int ring_slots)
+{
+    jsonlw::snapshot::SnapshotConfig c;
+    c.k = k;
+    c.max_rows = max_rows;
+    c.max_vocab = max_vocab;
+    c.ring_slots = ring_slots;
+    c.cpu_threads = 1;
+    return c;
+}
 
 // Host logits of a seeded normal distribution, with meta (request 1000 + row, seq_index
 // row % 2, `step`) and sampled ids.

@@ -31,12 +31,7 @@ namespace {
 
 SnapshotConfig two_slots(std::chrono::microseconds wait)
 {
-    SnapshotConfig c;
-    c.k = 5;
-    c.max_rows = 16;
-    c.max_vocab = 1024;
-    c.ring_slots = 2;
-    c.cpu_threads = 1;
+    SnapshotConfig c = jsonlw_test::cpu_config(5, 16, 1024, 2);
     c.slot_wait = wait;
     return c;
 }

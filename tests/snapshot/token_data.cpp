@@ -9,8 +9,7 @@
 #include <jsonlw/raw_output_writer.hpp>
 #include <jsonlw/snapshot/stage.hpp>
 
-#include "io_runner.hpp"
-#include "temp_dir.hpp"
+#include "raw_output_in_temp_dir.hpp"
 #include "stage_support.hpp"
 #include "wait.hpp"
 
@@ -64,23 +63,12 @@ jsonlw::TokenLogprob known(std::int32_t id, double lp, std::int32_t rank)
 
 }  // namespace
 
-TEST_CASE("a step the stage dropped leaves its tokens in the record with null per-token data, counted", "[snapshot][token_data]")
+TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "a step the stage dropped leaves its tokens in the record with null per-token data, counted", "[snapshot][token_data]")
 {
-    jsonlw_test::TempDir dir;
-    jsonlw_test::IoRunner loop;
-    jsonlw::RawOutputOptions ro;
-    ro.directory = dir.path();
-    jsonlw::RawOutputWriter writer(loop.executor(), ro);
-    writer.start();
     loop.start();
 
     constexpr int V = 300, rows = 3, steps = 4, k = 2;
-    SnapshotConfig config;
-    config.k = k;
-    config.max_rows = rows;
-    config.max_vocab = V;
-    config.ring_slots = 2;
-    config.cpu_threads = 1;
+    const SnapshotConfig config = jsonlw_test::cpu_config(k, rows, V, 2);
     Keeper keep;  // holds the batches: the test plays a consumer that is two steps behind
     auto stage = SnapshotStage::create(config, Backend::cpu, keep.sink());
 
@@ -189,14 +177,8 @@ TEST_CASE("a step the stage dropped leaves its tokens in the record with null pe
     }
 }
 
-TEST_CASE("per-token data may arrive before its token, and data for an output no longer in flight is counted as orphaned", "[snapshot][token_data]")
+TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "per-token data may arrive before its token, and data for an output no longer in flight is counted as orphaned", "[snapshot][token_data]")
 {
-    jsonlw_test::TempDir dir;
-    jsonlw_test::IoRunner loop;
-    jsonlw::RawOutputOptions ro;
-    ro.directory = dir.path();
-    jsonlw::RawOutputWriter writer(loop.executor(), ro);
-    writer.start();
     loop.start();
 
     send_token(writer, 5, 11);
@@ -229,14 +211,8 @@ TEST_CASE("per-token data may arrive before its token, and data for an output no
           std::string::npos);
 }
 
-TEST_CASE("an output whose every step was dropped still gets its record, all positions null and counted", "[snapshot][token_data]")
+TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "an output whose every step was dropped still gets its record, all positions null and counted", "[snapshot][token_data]")
 {
-    jsonlw_test::TempDir dir;
-    jsonlw_test::IoRunner loop;
-    jsonlw::RawOutputOptions ro;
-    ro.directory = dir.path();
-    jsonlw::RawOutputWriter writer(loop.executor(), ro);
-    writer.start();
     loop.start();
     send_token(writer, 9, 1);
     send_token(writer, 9, 2);
