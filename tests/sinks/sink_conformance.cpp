@@ -585,6 +585,26 @@ TEST_CASE("A FaultySink fails appends whole or part-way, and the writer counts e
     CHECK(c.records_failed == 13);
 }
 
+TEST_CASE("Under fsync_batch the decorators the engine puts in front of a sink (the chain, OTLP) "
+          "pass each sync() on, and its records are one OTLP line per batch, all counted",
+          "[sinks][durability][conformance]")
+{
+    auto mem = std::make_shared<MemorySink>();
+    auto watch = std::make_shared<SyncWatchingSink>(mem);
+    SinkRun run(watch, Durability::fsync_batch);
+    WriterOptions o = run.w->options();
+    o.chain = ChainMode::sha256;
+    o.format = LineFormat::otlp;
+    run.w = std::make_unique<NumWriter>(run.executor(), o);
+    run.queue_then_start(0, 20);
+    const WriterStats s = run.w->stats();
+    INFO("stats: " << s);
+    CHECK(s.written == 20);
+    CHECK(mem->lines().size() == 3);  // one LogsData line per batch of 8, 8, 4
+    CHECK(mem->syncs() == 3);
+    CHECK(watch->at_sync() == std::vector<std::uint64_t>{0, 8, 16});
+}
+
 // --- The file sinks keep their own fsync: one per batch and file, never two ---
 
 TEST_CASE("Under fsync_batch a FileSink is fsync'ed exactly once per batch: the engine's sync() "
