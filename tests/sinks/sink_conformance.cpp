@@ -35,26 +35,26 @@ using jsonlw::testing::ConformanceReport;
 namespace {
 
 // Record i is {"id":i}; every group goes to the sink under `key`.
-class NumWriter final : public JsonlRecordWriter<int> {
+// {"id":N}, every record under `key`.
+class NumEncoder final : public RecordEncoder<int> {
 public:
-    NumWriter(boost::asio::any_io_executor ex, WriterOptions o, std::string key = {})
-        : JsonlRecordWriter(std::move(ex), std::move(o)), key_(std::move(key))
-    {
-    }
-    ~NumWriter() override { shutdown(); }
-
-protected:
+    explicit NumEncoder(std::string key) : key_(std::move(key)) {}
     void serialize(const int& id, JsonLine& line) override
     {
         line.begin_object().field("id", id).end_object();
     }
-    void write_batch(std::span<const int> batch) override
-    {
-        write_lines(key_, serialize_batch(batch));
-    }
+    void key(const int&, std::string& key) override { key += key_; }
 
 private:
     const std::string key_;
+};
+
+class NumWriter final : public JsonlRecordWriter<int> {
+public:
+    NumWriter(boost::asio::any_io_executor ex, WriterOptions o, std::string key = {})
+        : JsonlRecordWriter(std::move(ex), std::move(o), std::make_shared<NumEncoder>(std::move(key)))
+    {
+    }
 };
 
 // A sink of a user's own, as docs/sinks.md asks for one: a group's lines gathered in a buffer
