@@ -1,5 +1,7 @@
 #include "clock.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <fstream>
 #include <string>
@@ -7,6 +9,13 @@
 #include <vector>
 
 namespace bench {
+
+double thread_cpu_seconds() noexcept
+{
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 namespace {
 
 bool invariant_tsc()

@@ -1,7 +1,9 @@
-// Clocks for the bench: steady_clock for runs, a cycle counter for timing one short call.
+// Clocks for the bench: steady_clock for runs, the thread's CPU time for one-thread loops, a
+// cycle counter for timing one short call.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -16,6 +18,21 @@ using SteadyClock = std::chrono::steady_clock;
 inline double seconds_since(SteadyClock::time_point t0) noexcept
 {
     return std::chrono::duration<double>(SteadyClock::now() - t0).count();
+}
+
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): a one-thread loop's cost without
+// the time other processes on a shared machine took from it.
+double thread_cpu_seconds() noexcept;
+
+// loop(n) called twice: loop(64) to warm up (a parser's buffers, the line buffer), then
+// loop(iterations), whose thread CPU time is returned.
+template <class Loop>
+double cpu_seconds_after_warmup(std::size_t iterations, Loop&& loop)
+{
+    loop(std::size_t{64});
+    const double t0 = thread_cpu_seconds();
+    loop(iterations);
+    return thread_cpu_seconds() - t0;
 }
 
 // Times regions of tens of nanoseconds: rdtsc (fenced, so the region cannot leak out of the

@@ -40,6 +40,24 @@ Goal make_goal(std::string name, std::string comparison, double target,
     return g;
 }
 
+Row skipped_row(std::string variant, std::string why)
+{
+    Row row;
+    row.variant = std::move(variant);
+    row.skipped = true;
+    row.problem = std::move(why);
+    return row;
+}
+
+void report_skipped(Report& report, std::string scenario, std::string variant, std::string why)
+{
+    Section sec;
+    sec.title = scenario + ": skipped";
+    sec.scenario = std::move(scenario);
+    sec.rows.push_back(skipped_row(std::move(variant), std::move(why)));
+    report.sections.push_back(std::move(sec));
+}
+
 std::string human(double v)
 {
     const double a = std::fabs(v);

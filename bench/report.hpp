@@ -72,6 +72,11 @@ struct Report {
     double wall_seconds = 0;
 };
 
+// The row of a variant that was not run, `why` said in its notes.
+Row skipped_row(std::string variant, std::string why);
+// A scenario that was not built in (e.g. -Dtools=false): a section of one skipped row.
+void report_skipped(Report& report, std::string scenario, std::string variant, std::string why);
+
 // "1.23 M", "456 k", "78.9" — three significant digits.
 std::string human(double v);
 

@@ -42,17 +42,11 @@ void drain_scenario(const Config& cfg, Report& report)
                             human(static_cast<double>(records)), pool.label);
     sec.params = {{"records", static_cast<double>(records)},
                   {"record_bytes", static_cast<double>(pool.line_bytes)}};
-    for (std::size_t v = 0; v < variants.size(); ++v) {
-        Row row;
-        row.variant = variants[v].name;
-        row.unit = "ms";
-        row.higher_is_better = false;
-        for (const Timed& t : results[v]) row.values.v.push_back(t.seconds * 1e3);
-        row.problem = first_problem(results[v]);
+    sec.rows = lower_is_better_rows(variants, results, "ms",
+                                    [](const Timed& t) { return t.seconds * 1e3; });
+    for (Row& row : sec.rows)
         row.extra.emplace_back("records/s", records / (row.values.median() / 1e3));
-        sec.rows.push_back(row);
-    }
-    sec.rows[1].ratio = pair_ratios(sec.rows[0].values, sec.rows[1].values, false);
+    compare_with_first(sec.rows, false);
     sec.notes.push_back("the drain validates every record with simdjson; queue capacity 100,000; "
                         "the limit appends the same bytes from one pre-built buffer");
     report.sections.push_back(std::move(sec));

@@ -117,15 +117,8 @@ void file_check_scenario(const Config& cfg, Report& report)
     sec.params = {{"batches", static_cast<double>(batches)},
                   {"lines_per_batch", static_cast<double>(kLines)},
                   {"line_bytes", static_cast<double>(kLineBytes)}};
-    for (std::size_t v = 0; v < variants.size(); ++v) {
-        Row row;
-        row.variant = variants[v].name;
-        row.unit = "ns/batch";
-        row.higher_is_better = false;
-        for (const Timed& t : results[v]) row.values.v.push_back(t.ns_per_batch);
-        row.problem = first_problem(results[v]);
-        sec.rows.push_back(row);
-    }
+    sec.rows = lower_is_better_rows(variants, results, "ns/batch",
+                                    [](const Timed& t) { return t.ns_per_batch; });
     for (std::size_t v = 1; v < 3; ++v)
         sec.rows[v].ratio = pair_ratios(sec.rows[0].values, sec.rows[v].values, false);
     sec.notes.push_back("FileSink::append also builds its AppendResult and checks for rotation; "

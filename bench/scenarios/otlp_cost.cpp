@@ -95,8 +95,7 @@ void otlp_cost_scenario(const Config& cfg, Report& report)
             {"OTLP, converted: serialize() + OtlpSink scan",
              [&] { return ns(encode_seconds(c.one, n, to_sink)); }},
         };
-        auto results = alternate<double>(cfg, "otlp " + c.label, variants,
-                                         [](double x) { return fmt::format("{:.0f} ns", x); });
+        auto results = alternate_ns(cfg, "otlp " + c.label, variants);
         Section sec;
         sec.scenario = "otlp-cost";
         sec.title = fmt::format("OTLP JSON Lines vs JSON Lines: {} ({} B line), {} per run, "
@@ -104,7 +103,7 @@ void otlp_cost_scenario(const Config& cfg, Report& report)
                                 c.label, c.line_bytes, human(static_cast<double>(n)));
         sec.params = {{"record_bytes", static_cast<double>(c.line_bytes)},
                       {"iterations", static_cast<double>(n)}};
-        sec.rows = ns_per_record_rows({variants[0].name, variants[1].name, variants[2].name}, results);
+        sec.rows = ns_per_record_rows(variants, results);
         // OTLP's cost as a multiple of JSON Lines', pair by pair.
         const Series cost = pair_ratios(sec.rows[0].values, sec.rows[1].values, false);
         sec.rows[1].ratio = cost;

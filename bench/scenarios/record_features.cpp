@@ -70,16 +70,15 @@ void record_features_scenario(const Config& cfg, Report& report)
             {c.off, [&] { return ns(encode_seconds(c.a, n)); }},
             {c.on, [&] { return ns(encode_seconds(c.b, n)); }},
         };
-        auto results = alternate<double>(cfg, c.title, variants,
-                                         [](double x) { return fmt::format("{:.0f} ns", x); });
+        auto results = alternate_ns(cfg, c.title, variants);
         Section sec;
         sec.scenario = "record-features";
         sec.title = fmt::format("{}: serialize() off vs on, {} per run, batches of 64, thread CPU "
                                 "time",
                                 c.title, human(static_cast<double>(n)));
         sec.params = {{"iterations", static_cast<double>(n)}};
-        sec.rows = ns_per_record_rows({variants[0].name, variants[1].name}, results);
-        sec.rows[1].ratio = pair_ratios(sec.rows[0].values, sec.rows[1].values, false);
+        sec.rows = ns_per_record_rows(variants, results);
+        compare_with_first(sec.rows, false);
         sec.rows[1].note = "ratio: on / off";
         report.sections.push_back(std::move(sec));
     }

@@ -33,8 +33,7 @@ void serialization_scenario(const Config& cfg, Report& report)
              [&] { return ns(raw_serialize_seconds(pool, iterations, RawPath::trusted)); }},
             {"memcpy of the line (floor)", [&] { return ns(memcpy_line_seconds(pool, iterations)); }},
         };
-        auto results = alternate<double>(cfg, "serialize " + pool.label, variants,
-                                         [](double x) { return fmt::format("{:.0f} ns", x); });
+        auto results = alternate_ns(cfg, "serialize " + pool.label, variants);
         Section sec;
         sec.scenario = "serialization";
         sec.title = fmt::format("serialization: RawJsonWriter, {} records (full validation "
@@ -42,17 +41,10 @@ void serialization_scenario(const Config& cfg, Report& report)
                                 pool.label, human(static_cast<double>(iterations)));
         sec.params = {{"record_bytes", static_cast<double>(pool.line_bytes)},
                       {"iterations", static_cast<double>(iterations)}};
-        for (std::size_t v = 0; v < variants.size(); ++v) {
-            Row row;
-            row.variant = variants[v].name;
-            row.unit = "ns/record";
-            row.higher_is_better = false;
-            row.values.v = results[v];
+        sec.rows = ns_per_record_rows(variants, results);
+        for (Row& row : sec.rows)
             row.extra.emplace_back("MiB/s", pool.line_bytes / (row.values.median() * 1e-9) / mib);
-            sec.rows.push_back(row);
-        }
-        for (std::size_t v = 1; v < sec.rows.size(); ++v)
-            sec.rows[v].ratio = pair_ratios(sec.rows[0].values, sec.rows[v].values, false);
+        compare_with_first(sec.rows, false);
         report.sections.push_back(std::move(sec));
     }
 
@@ -67,8 +59,7 @@ void serialization_scenario(const Config& cfg, Report& report)
          [&] { return ns(jsonline_seed_seconds(iterations)); }},
         {"one compiled fmt::format_to (floor)", [&] { return ns(fmt_seed_seconds(iterations)); }},
     };
-    auto results = alternate<double>(cfg, "serialize JsonLine seed", variants,
-                                     [](double x) { return fmt::format("{:.0f} ns", x); });
+    auto results = alternate_ns(cfg, "serialize JsonLine seed", variants);
     const std::string golden = seed_worker_pool().lines.front();
     const std::string built = jsonline_seed_line();
     const std::string written = perf.lines.lines.front();
@@ -79,16 +70,8 @@ void serialization_scenario(const Config& cfg, Report& report)
                             golden.size() + 1, human(static_cast<double>(iterations)));
     sec.params = {{"record_bytes", static_cast<double>(golden.size() + 1)},
                   {"iterations", static_cast<double>(iterations)}};
-    for (std::size_t v = 0; v < variants.size(); ++v) {
-        Row row;
-        row.variant = variants[v].name;
-        row.unit = "ns/record";
-        row.higher_is_better = false;
-        row.values.v = results[v];
-        sec.rows.push_back(row);
-    }
-    for (std::size_t v = 1; v < sec.rows.size(); ++v)
-        sec.rows[v].ratio = pair_ratios(sec.rows[0].values, sec.rows[v].values, false);
+    sec.rows = ns_per_record_rows(variants, results);
+    compare_with_first(sec.rows, false);
     const bool identical = written == golden;
     if (!identical) sec.rows[0].problem = "PerfMetricsWriter's line differs from TensorRT-LLM's";
     if (built != golden) sec.rows[1].problem = "the hand-built line differs from TensorRT-LLM's";
@@ -116,23 +99,15 @@ void serialization_scenario(const Config& cfg, Report& report)
              [&] { return per(writer_serialize_seconds(raw_out, n)); }},
             {"memcpy of the line (floor)", [&] { return per(memcpy_line_seconds(raw_out.lines, n)); }},
         };
-        auto rr = alternate<double>(cfg, "serialize RawOutputWriter", rv,
-                                    [](double x) { return fmt::format("{:.0f} ns", x); });
+        auto rr = alternate_ns(cfg, "serialize RawOutputWriter", rv);
         Section rs;
         rs.scenario = "serialization";
         rs.title = fmt::format("serialization: RawOutputWriter, {} ({} per run, thread CPU time)",
                                raw_out.lines.label, human(static_cast<double>(n)));
         rs.params = {{"record_bytes", static_cast<double>(raw_out.lines.line_bytes)},
                      {"iterations", static_cast<double>(n)}};
-        for (std::size_t v = 0; v < rv.size(); ++v) {
-            Row row;
-            row.variant = rv[v].name;
-            row.unit = "ns/record";
-            row.higher_is_better = false;
-            row.values.v = rr[v];
-            rs.rows.push_back(row);
-        }
-        rs.rows[1].ratio = pair_ratios(rs.rows[0].values, rs.rows[1].values, false);
+        rs.rows = ns_per_record_rows(rv, rr);
+        compare_with_first(rs.rows, false);
         rs.notes.push_back("text (escaped, twice: text and frames), 4 frames, token ids, two "
                            "ISO 8601 timestamps");
         report.sections.push_back(std::move(rs));

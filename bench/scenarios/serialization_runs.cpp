@@ -1,6 +1,7 @@
 // The runs of the serialization scenario: serialize() alone in a loop (the batch buffer cleared
 // every 64 records, as serialize_batch() does), thread CPU time; the loops are also the
 // callgrind entry points (bench::serialize_loop_*, docs/benchmarks.md).
+#include "clock.hpp"
 #include "line_pool.hpp"
 #include "runs.hpp"
 #include "writer_harness.hpp"
@@ -11,8 +12,6 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 #include <simdjson.h>
-
-#include <time.h>
 
 #include <algorithm>
 #include <optional>
@@ -46,18 +45,6 @@ namespace bench {
 
 // --- Serialization ---
 
-namespace {
-
-// CPU time of the calling thread: a single-threaded loop's cost without the time other
-// processes on a shared machine took from it.
-double thread_cpu_seconds() noexcept
-{
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-}  // namespace
 }  // namespace bench
 
 // RawJsonWriter's batch path (what write_batch() does before the append), for the bench.
@@ -267,37 +254,28 @@ double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, RawPa
         if (path == RawPath::batch) serialize_loop_raw_batch(w, recs, n, buf);
         else serialize_loop_raw(w, recs, n, buf);
     };
-    loop(64);  // warm the parser's buffers
-    const double t0 = thread_cpu_seconds();
-    loop(iterations);
-    return thread_cpu_seconds() - t0;
+    return cpu_seconds_after_warmup(iterations, loop);
 }
 
 double memcpy_line_seconds(const LinePool& pool, std::size_t iterations)
 {
     jsonlw::LineBuffer buf;
-    serialize_loop_memcpy(pool.lines, 64, buf);
-    const double t0 = thread_cpu_seconds();
-    serialize_loop_memcpy(pool.lines, iterations, buf);
-    return thread_cpu_seconds() - t0;
+    return cpu_seconds_after_warmup(
+        iterations, [&](std::size_t n) { serialize_loop_memcpy(pool.lines, n, buf); });
 }
 
 double jsonline_seed_seconds(std::size_t iterations)
 {
     jsonlw::LineBuffer buf;
-    serialize_loop_jsonline(seed_record(), 64, buf);
-    const double t0 = thread_cpu_seconds();
-    serialize_loop_jsonline(seed_record(), iterations, buf);
-    return thread_cpu_seconds() - t0;
+    return cpu_seconds_after_warmup(
+        iterations, [&](std::size_t n) { serialize_loop_jsonline(seed_record(), n, buf); });
 }
 
 double fmt_seed_seconds(std::size_t iterations)
 {
     jsonlw::LineBuffer buf;
-    serialize_loop_fmt(seed_record(), 64, buf);
-    const double t0 = thread_cpu_seconds();
-    serialize_loop_fmt(seed_record(), iterations, buf);
-    return thread_cpu_seconds() - t0;
+    return cpu_seconds_after_warmup(
+        iterations, [&](std::size_t n) { serialize_loop_fmt(seed_record(), n, buf); });
 }
 
 std::string jsonline_seed_line()
@@ -313,17 +291,13 @@ double writer_serialize_seconds(const WriterWorkload& wl, std::size_t iterations
     jsonlw::LineBuffer buf;
     if (wl.kind == WriterWorkload::Kind::perf_metrics) {
         const auto& rec = *static_cast<const jsonlw::PerfMetricsRecord*>(wl.records.get());
-        serialize_loop_perf(rec, 64, buf);
-        const double t0 = thread_cpu_seconds();
-        serialize_loop_perf(rec, iterations, buf);
-        return thread_cpu_seconds() - t0;
+        return cpu_seconds_after_warmup(
+            iterations, [&](std::size_t n) { serialize_loop_perf(rec, n, buf); });
     }
     const jsonlw::RawOutputRecord rec =
         raw_output_record(*static_cast<const RawOutputShape*>(wl.records.get()));
-    serialize_loop_raw_output(rec, 64, buf);
-    const double t0 = thread_cpu_seconds();
-    serialize_loop_raw_output(rec, iterations, buf);
-    return thread_cpu_seconds() - t0;
+    return cpu_seconds_after_warmup(
+        iterations, [&](std::size_t n) { serialize_loop_raw_output(rec, n, buf); });
 }
 
 }  // namespace bench

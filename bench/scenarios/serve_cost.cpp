@@ -98,15 +98,7 @@ void serve_cost_scenario(const Config& cfg, Report& report)
 {
 #ifndef JSONLW_BENCH_SERVE
     (void)cfg;
-    Section sec;
-    sec.scenario = "serve-cost";
-    Row row;
-    row.variant = "jsonlw serve";
-    row.skipped = true;
-    row.problem = "built with -Dtools=false";
-    sec.title = "serve-cost: skipped";
-    sec.rows.push_back(row);
-    report.sections.push_back(std::move(sec));
+    report_skipped(report, "serve-cost", "jsonlw serve", "built with -Dtools=false");
 #else
     const ServeModel model;
     const double run_s = cfg.quick ? 1 : 6;  // seconds each run lasts, about
@@ -291,11 +283,7 @@ void serve_cost_scenario(const Config& cfg, Report& report)
                               "connections, {} identical streamed completions per run; higher is better",
                               sat_connections, sat_n);
         if (!have_h2load()) {
-            Row row;
-            row.variant = "h2load";
-            row.skipped = true;
-            row.problem = "h2load not found";
-            h.rows.push_back(row);
+            h.rows.push_back(skipped_row("h2load", "h2load not found"));
         } else {
             const Pairs hp = alternate_writers(
                 cfg, "h2load",

@@ -90,17 +90,12 @@ DemoRun run_demo(const fs::path& dir, std::uint64_t requests, double rate, const
 
 void serving_overload_scenario(const Config& cfg, Report& report)
 {
+#ifndef JSONLW_BENCH_REPORT
+    (void)cfg;
+    report_skipped(report, "serving-overload", "jsonlw demo", "built with -Dtools=false");
+#else
     Section sec;
     sec.scenario = "serving-overload";
-#ifndef JSONLW_BENCH_REPORT
-    Row row;
-    row.variant = "jsonlw demo";
-    row.skipped = true;
-    row.problem = "built with -Dtools=false";
-    sec.title = "serving-overload: skipped";
-    sec.rows.push_back(row);
-    report.sections.push_back(std::move(sec));
-#else
     const std::uint64_t requests = cfg.quick ? 2000 : 20000;
     const fs::path dir = cfg.dir / "serving-overload";
     fs::create_directories(dir);

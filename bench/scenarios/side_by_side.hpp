@@ -56,6 +56,14 @@ std::vector<std::vector<Result>> alternate(const Config& cfg, const std::string&
     return out;
 }
 
+// alternate() of variants that time one record in ns, each run shown as "<ns> ns".
+inline std::vector<std::vector<double>> alternate_ns(const Config& cfg, const std::string& cell,
+                                                    std::vector<Variant<double>>& variants)
+{
+    return alternate<double>(cfg, cell, variants,
+                             [](double x) { return fmt::format("{:.0f} ns", x); });
+}
+
 // Pair by pair: advantage of row `a` over row `b`, `higher` says which way is better.
 inline Series pair_ratios(const Series& a, const Series& b, bool higher)
 {
@@ -67,20 +75,20 @@ inline Series pair_ratios(const Series& a, const Series& b, bool higher)
     return s;
 }
 
-// One row per variant of a lower-is-better ns/record cell, in the variants' order.
-inline std::vector<Row> ns_per_record_rows(const std::vector<std::string>& names,
-                                           const std::vector<std::vector<double>>& results)
+// Every row after the first compared with the first (jsonlw's), pair by pair.
+inline void compare_with_first(std::vector<Row>& rows, bool higher)
 {
-    std::vector<Row> rows;
-    for (std::size_t v = 0; v < names.size() && v < results.size(); ++v) {
-        Row row;
-        row.variant = names[v];
-        row.unit = "ns/record";
-        row.higher_is_better = false;
-        row.values.v = results[v];
-        rows.push_back(std::move(row));
-    }
-    return rows;
+    for (std::size_t v = 1; v < rows.size(); ++v)
+        rows[v].ratio = pair_ratios(rows[0].values, rows[v].values, higher);
+}
+
+// The row of a variant that was not run.
+template <class Result>
+Row skipped_row(Row row, const Variant<Result>& v)
+{
+    row.skipped = true;
+    row.problem = v.why_not;
+    return row;
 }
 
 template <class Result>
@@ -91,13 +99,37 @@ std::string first_problem(const std::vector<Result>& rs)
     return {};
 }
 
-// The row of a variant that was not run.
-template <class Result>
-Row skipped_row(Row row, const Variant<Result>& v)
+// One lower-is-better row per variant, in the variants' order: a value per measured run
+// (value(result)) in `unit`, and the first problem a run met when results say; an unavailable
+// variant's row skipped.
+template <class Result, class Value>
+std::vector<Row> lower_is_better_rows(const std::vector<Variant<Result>>& variants,
+                                      const std::vector<std::vector<Result>>& results,
+                                      const std::string& unit, Value value)
 {
-    row.skipped = true;
-    row.problem = v.why_not;
-    return row;
+    std::vector<Row> rows;
+    for (std::size_t v = 0; v < variants.size() && v < results.size(); ++v) {
+        Row row;
+        row.variant = variants[v].name;
+        row.unit = unit;
+        row.higher_is_better = false;
+        if (!variants[v].available) {
+            rows.push_back(skipped_row(std::move(row), variants[v]));
+            continue;
+        }
+        for (const Result& r : results[v]) row.values.v.push_back(value(r));
+        if constexpr (requires(const Result& r) { r.problem; })
+            row.problem = first_problem(results[v]);
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+// The rows of variants that time one record in ns.
+inline std::vector<Row> ns_per_record_rows(const std::vector<Variant<double>>& variants,
+                                           const std::vector<std::vector<double>>& results)
+{
+    return lower_is_better_rows(variants, results, "ns/record", [](double ns) { return ns; });
 }
 
 inline std::string spdlog_missing() { return "spdlog not found by Meson at build time"; }

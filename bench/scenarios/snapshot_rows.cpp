@@ -3,6 +3,7 @@
 // each SIMD path, and two floors at the best path's width: a read-only pass (every logit read,
 // widened and summed) and an exp pass (every logit read and exp(x - max) summed, the kernel's
 // exp). Then 64 rows through the CPU backend on every core, oracle against fast_row.
+#include "clock.hpp"
 #include "runs.hpp"
 #include "scenarios.hpp"
 #include "side_by_side.hpp"
@@ -21,8 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include <time.h>
-
 namespace bench {
 namespace {
 
@@ -36,16 +35,6 @@ struct RowsResult {
 
 enum class Pass { oracle, fast, read, exp };
 
-// This thread's CPU time: the one-thread rows are timed so, as docs/snapshot.md's table was,
-// because the machines these figures come from are shared and a wall-clock run of a few
-// milliseconds there is often preempted (the all-core capture() rows are wall time).
-double thread_seconds()
-{
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
 // `reps` sweeps over every row of `in`, one thread.
 RowsResult run_rows(const SnapshotInput& in, const std::vector<float>& maxima, Pass pass,
                     CpuRowPath path, int reps, std::vector<TokenSnapshot>& out)
@@ -54,7 +43,10 @@ RowsResult run_rows(const SnapshotInput& in, const std::vector<float>& maxima, P
     RowScratch scratch;
     const std::size_t row_bytes = std::size_t(in.vocab) * itemsize(in.dtype);
     double sink = 0;
-    const double t0 = thread_seconds();
+    // Thread CPU time, as docs/snapshot.md's table was: the machines these figures come from
+    // are shared and a wall-clock run of a few milliseconds there is often preempted (the
+    // all-core capture() rows are wall time).
+    const double t0 = thread_cpu_seconds();
     for (int rep = 0; rep < reps; ++rep) {
         for (int i = 0; i < in.rows; ++i) {
             const void* row = in.data.data() + std::size_t(i) * row_bytes;
@@ -74,7 +66,7 @@ RowsResult run_rows(const SnapshotInput& in, const std::vector<float>& maxima, P
             }
         }
     }
-    r.seconds = thread_seconds() - t0;
+    r.seconds = thread_cpu_seconds() - t0;
     r.rows = std::uint64_t(in.rows) * std::uint64_t(reps);
     if (sink != sink) r.problem = "a floor pass summed to NaN";
     return r;
@@ -96,6 +88,24 @@ struct PinnedPath {
     PinnedPath& operator=(const PinnedPath&) = delete;
     std::optional<std::string> before;
 };
+
+// A cell's rows in µs per row, each named "<variant> <cell>", with the GB/s of logits read
+// (`row_bytes` per row) beside.
+template <class Result>
+std::vector<Row> us_per_row_rows(const std::vector<Variant<Result>>& variants,
+                                 const std::vector<std::vector<Result>>& results,
+                                 const std::string& cell, double row_bytes)
+{
+    std::vector<Row> rows = lower_is_better_rows(variants, results, "µs/row", [](const Result& r) {
+        return r.seconds / double(r.rows) * 1e6;
+    });
+    for (Row& row : rows) {
+        row.variant = fmt::format("{:<18} {}", row.variant, cell);
+        if (!row.skipped)
+            row.extra.emplace_back("GB/s", row_bytes / (row.values.median() * 1e-6) / 1e9);
+    }
+    return rows;
+}
 
 }  // namespace
 
@@ -147,20 +157,8 @@ void snapshot_rows_scenario(const Config& cfg, Report& report)
                     return fmt::format("{:.1f} µs/row", r.seconds / double(r.rows) * 1e6);
                 });
             const std::size_t first = sec.rows.size();
-            for (std::size_t v = 0; v < variants.size(); ++v) {
-                Row row;
-                row.variant = fmt::format("{:<18} {}", variants[v].name, cell);
-                row.unit = "µs/row";
-                row.higher_is_better = false;
-                if (!variants[v].available) {
-                    sec.rows.push_back(skipped_row(std::move(row), variants[v]));
-                    continue;
-                }
-                for (const auto& r : results[v]) row.values.v.push_back(r.seconds / double(r.rows) * 1e6);
-                row.problem = first_problem(results[v]);
-                row.extra.emplace_back("GB/s", row_bytes / (row.values.median() * 1e-6) / 1e9);
+            for (Row& row : us_per_row_rows(variants, results, cell, row_bytes))
                 sec.rows.push_back(std::move(row));
-            }
             // fast_row rows: speed-up over reference_row pair by pair, and share of the read pass.
             const Row& ref = sec.rows[first];
             const Row& read = sec.rows[first + 4];
@@ -234,17 +232,8 @@ void snapshot_rows_scenario(const Config& cfg, Report& report)
                 return fmt::format("{:.2f} GB/s", double(r.bytes) / r.seconds / 1e9);
             });
         const std::size_t first = all.rows.size();
-        for (std::size_t v = 0; v < variants.size(); ++v) {
-            Row row;
-            row.variant = fmt::format("{:<18} {}", variants[v].name, cell);
-            row.unit = "µs/row";
-            row.higher_is_better = false;
-            for (const auto& r : results[v]) row.values.v.push_back(r.seconds / double(r.rows) * 1e6);
-            row.problem = first_problem(results[v]);
-            row.extra.emplace_back("GB/s", double(in.data.size()) / rows /
-                                               (row.values.median() * 1e-6) / 1e9);
+        for (Row& row : us_per_row_rows(variants, results, cell, double(in.data.size()) / rows))
             all.rows.push_back(std::move(row));
-        }
         all.rows[first + 1].ratio = pair_ratios(all.rows[first + 1].values, all.rows[first].values, false);
         all.rows[first + 1].ratio_of = "capture reference";
     }
