@@ -228,10 +228,22 @@ int main(int argc, char** argv)
     if (wanted("record-features")) bench::record_features_scenario(cfg, report);
     if (wanted("snapshot")) bench::snapshot_scenario(cfg, report);
     if (wanted("snapshot-rows")) bench::snapshot_rows_scenario(cfg, report);
+    // The report engine, the demo and the server are built with the tools only.
+    [[maybe_unused]] const std::string no_tools = "built with -Dtools=false";
+#ifdef JSONLW_BENCH_REPORT
     if (wanted("report")) bench::report_scenario(cfg, report);
     if (wanted("serving-overload")) bench::serving_overload_scenario(cfg, report);
+#else
+    if (wanted("report")) bench::report_skipped(report, "report", "jsonlw report", no_tools);
+    if (wanted("serving-overload"))
+        bench::report_skipped(report, "serving-overload", "jsonlw demo", no_tools);
+#endif
     if (wanted("chain")) bench::chain_scenario(cfg, report);
+#ifdef JSONLW_BENCH_SERVE
     if (wanted("serve-cost")) bench::serve_cost_scenario(cfg, report);
+#else
+    if (wanted("serve-cost")) bench::report_skipped(report, "serve-cost", "jsonlw serve", no_tools);
+#endif
 
     report.machine.emplace_back("load at end", load_average());
     report.wall_seconds = bench::seconds_since(t0);

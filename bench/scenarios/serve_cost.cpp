@@ -92,14 +92,10 @@ double process_cpu_s(const ServeRunResult& r)
 }
 
 }  // namespace
-#endif
 
+// Built with the tools only (main.cpp reports it skipped otherwise).
 void serve_cost_scenario(const Config& cfg, Report& report)
 {
-#ifndef JSONLW_BENCH_SERVE
-    (void)cfg;
-    report_skipped(report, "serve-cost", "jsonlw serve", "built with -Dtools=false");
-#else
     const ServeModel model;
     const double run_s = cfg.quick ? 1 : 6;  // seconds each run lasts, about
     const std::size_t sat_connections = model.concurrency;  // the engine's batch kept full
@@ -301,7 +297,7 @@ void serve_cost_scenario(const Config& cfg, Report& report)
         report.sections.push_back(std::move(h));
     }
     fs::remove_all(dir);
-#endif
 }
+#endif
 
 }  // namespace bench
