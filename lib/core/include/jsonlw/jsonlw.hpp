@@ -28,6 +28,7 @@
 #include <jsonlw/sinks/otlp_sink.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
 #include <jsonlw/sinks/sink_decorator.hpp>
+#include <jsonlw/sinks/sink_stack.hpp>
 #include <jsonlw/sinks/tee_sink.hpp>
 #include <jsonlw/submit_result.hpp>
 #include <jsonlw/testing/sink_conformance.hpp>

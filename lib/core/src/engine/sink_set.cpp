@@ -6,8 +6,7 @@
 
 #include "accounting.hpp"
 
-#include <jsonlw/sinks/chain_sink.hpp>
-#include <jsonlw/sinks/otlp_sink.hpp>
+#include <jsonlw/sinks/sink_stack.hpp>
 
 #include <fmt/format.h>
 
@@ -18,23 +17,23 @@ namespace jsonlw::detail {
 
 std::error_code SinkSet::start(const SinkContext& ctx)
 {
-    sink_ = opts_.sink ? opts_.sink
-                       : std::make_shared<FileSink>(FileSinkOptions{
-                             opts_.rotate_bytes, opts_.rotate_interval, opts_.open_suffix});
-    file_sink_ = dynamic_cast<FileSink*>(sink_.get());  // before any decorator wraps it
-    // The decorators, innermost first: the chain seals the bytes that land, the OTLP encoding
-    // makes them (docs/chain.md, docs/otlp.md).
-    std::error_code ec = wrap_in_chain(ctx);
-    if (!ec && opts_.format == LineFormat::otlp)
-        sink_ = std::make_shared<OtlpSink>(std::move(sink_), opts_.otlp);
-    if (!ec) ec = sink_->start(ctx);
+    // The stack in its one order (sinks/sink_stack.hpp): destination, chain, OTLP encoding.
+    std::shared_ptr<LineSink> destination = make_destination(opts_);
+    file_sink_ = dynamic_cast<FileSink*>(destination.get());  // file_path(), files_closed()
+    sink_ = destination;  // what describe() names, whatever follows
+    try {
+        sink_ = with_format(with_chain(std::move(destination), opts_), opts_);
+    } catch (const std::exception& e) {
+        ctx.write_log(LogLevel::error,
+                      fmt::format("Invalid {} JSONL chain options: {}", ctx.subject, e.what()));
+        return std::make_error_code(std::errc::invalid_argument);
+    }
+    std::error_code ec = sink_->start(ctx);
     if (!ec) {
         SinkContext paths_ctx = ctx;
         paths_ctx.directory.clear();  // append(path, …) names its files itself
         // paths_ is a member: the OtlpSink in front of it does not own it.
-        paths_front_ = std::shared_ptr<LineSink>(std::shared_ptr<void>(), &paths_);
-        if (opts_.format == LineFormat::otlp)
-            paths_front_ = std::make_shared<OtlpSink>(std::move(paths_front_), opts_.otlp);
+        paths_front_ = with_format(std::shared_ptr<LineSink>(std::shared_ptr<void>(), &paths_), opts_);
         ec = paths_front_->start(paths_ctx);
     }
     if (!ec) {
@@ -42,23 +41,6 @@ std::error_code SinkSet::start(const SinkContext& ctx)
         started_once_ = true;
     }
     return ec;
-}
-
-// WriterOptions::chain: the sink's lines get the hash chain (docs/chain.md). The chain seals
-// the final bytes, so a decorator that ships lines elsewhere must wrap outside this one.
-std::error_code SinkSet::wrap_in_chain(const SinkContext& ctx)
-{
-    if (opts_.chain == ChainMode::none && !opts_.chain_key) return {};
-    try {
-        if (opts_.chain == ChainMode::none)
-            throw std::invalid_argument("a chain key is only for chain = hmac-sha256");
-        sink_ = std::make_shared<ChainSink>(sink_, opts_.chain, opts_.chain_key);
-        return {};
-    } catch (const std::exception& e) {
-        ctx.write_log(LogLevel::error,
-                      fmt::format("Invalid {} JSONL chain options: {}", ctx.subject, e.what()));
-        return std::make_error_code(std::errc::invalid_argument);
-    }
 }
 
 std::filesystem::path SinkSet::file_path() const

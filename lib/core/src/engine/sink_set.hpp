@@ -3,8 +3,8 @@
 // (counted through Accounting), fsyncs, reopen, tick, close. start() runs on start()'s caller
 // before the drain; the rest on the I/O thread, one at a time, but for files() and
 // files_closed() (any thread) and request_reopen(), reopen_requested(), close_abandoned()
-// (the strand). Owns the sinks (the configured one wrapped in a ChainSink when the options ask
-// for a hash chain); borrows the options and the accounting, which outlive it.
+// (the strand). Owns the sinks (the stack make_sink_stack()'s factories build,
+// sinks/sink_stack.hpp); borrows the options and the accounting, which outlive it.
 #pragma once
 
 #include <jsonlw/append_result.hpp>
@@ -82,9 +82,6 @@ public:
     std::uint64_t files_closed() const noexcept;
 
 private:
-    // Wraps sink_ in a ChainSink when WriterOptions::chain asks for one; invalid chain options
-    // are logged and returned (the writer is then disabled).
-    std::error_code wrap_in_chain(const SinkContext& ctx);
     // Hands `lines` to `to` under `key` and counts what it reports; under fsync_batch, the
     // records it reports written count so once `to.sync()` succeeded (else unknown).
     AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
