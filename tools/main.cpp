@@ -89,7 +89,7 @@ jsonlw demo --in-process [model options] [in-process options]
     --retain-age-ms N   ... delete closed files older than N ms
   in-process options (with --in-process only):
     --requests N, --rate R  as above, arrivals made up on the server's loop
-    --kafka             also send every line the writers append through KafkaJsonWriter, a
+    --kafka             also send every line the writers append through a KafkaSink, a
                         topic per writer (jsonlw.raw_output, ...), to an in-process mock
                         Kafka cluster; a consumer reads every topic back from its start, and
                         the demo prints per topic: submitted, delivered, failed, consumed,

@@ -166,7 +166,7 @@ with tempfile.TemporaryDirectory() as tmp:
                rep["trace_context"]["joined"] == rep["trace_context"]["requests"] == 150,
                json.dumps(rep["trace_context"]))
 
-    # --kafka: every line through KafkaJsonWriter to the mock cluster and back.
+    # --kafka: every line through a KafkaSink to the mock cluster and back.
     out_kafka = os.path.join(tmp, "kafka")
     p = subprocess.run(small + ["--out", out_kafka, "--requests", "60", "--kafka"],
                        capture_output=True, text=True, timeout=120)

@@ -18,7 +18,7 @@
 //
 // For shippers (docs/shipping.md): --envelope numbers every line per writer and writes
 // writers.json after close; --rotate-bytes/--rotate-interval-ms rotate the perf-metrics file;
-// --kafka also sends every line the writers append through KafkaJsonWriter to an in-process
+// --kafka also sends every line the writers append through a KafkaSink to an in-process
 // mock cluster and reads it back. The demo makes each writer's file sink itself (a FileSink
 // for perf metrics, PartitionedFileSinks for the hour folders), so --retain-* reach all three
 // and, at the end, each sink's counters reconcile what it counted written with the lines found

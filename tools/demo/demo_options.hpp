@@ -48,7 +48,7 @@ struct DemoOptions {
     std::uint64_t retain_files = 0;    // --retain-files N: keep at most N closed files (0: all)
     std::uint64_t retain_bytes = 0;    // --retain-bytes N: ... at most N bytes of them (0: all)
     std::uint64_t retain_age_ms = 0;   // --retain-age-ms N: delete closed files after N ms
-    bool kafka = false;                // --kafka: also ship every line through KafkaJsonWriter
+    bool kafka = false;                // --kafka: also ship every line through a KafkaSink
                                        // to an in-process mock cluster, and read it back
     // Load and faults (docs/reliability.md, "The main job under overload"):
     int ring_slots = 16;               // --ring-slots N: the snapshot stage's result slots
