@@ -2,6 +2,7 @@
 blocking calls where no asyncio loop runs), stats, and exit/fork handling."""
 
 from . import _aio, _runtime
+from ._forward import forwarded
 from ._native import SubmitResult
 
 
@@ -95,13 +96,8 @@ class WriterBase:
         unexpected, closed}. submitted == written + sum(dropped) + unknown + pending."""
         return self._native.stats()
 
-    @property
-    def enabled(self):
-        return self._native.enabled
-
-    @property
-    def file_path(self):
-        return self._native.file_path
+    enabled = forwarded("_native.enabled")
+    file_path = forwarded("_native.file_path")
 
     def _describe(self):
         return type(self).__name__

@@ -4,6 +4,7 @@ the sampled token's logit, logprob and rank, the top-k, log-sum-exp and special-
 (per-token logprobs, ranks, top-k, first_gen_logits) and can be read back as numpy arrays."""
 
 from . import _native
+from ._forward import forwarded
 
 CaptureResult = _native.CaptureResult
 
@@ -64,13 +65,8 @@ class SnapshotStage:
     def stats(self):
         return self._stage.stats()
 
-    @property
-    def backend(self):
-        return self._stage.backend
-
-    @property
-    def k(self):
-        return self._stage.k
+    backend = forwarded("_stage.backend")
+    k = forwarded("_stage.k")
 
 
 def cuda_device_count():

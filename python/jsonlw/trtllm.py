@@ -15,6 +15,7 @@ import time
 import weakref
 
 from . import _native, _runtime
+from ._forward import forwarded
 from ._native import SubmitResult
 from ._writer import WriterBase
 
@@ -234,17 +235,9 @@ class RawOutputDump(_native.RawOutputHook):
         "an int read live, one C call (TensorRT-LLM's `_dropped`)."))
     _dropped = dropped
 
-    @property
-    def recording(self):
-        return self._native.recording
-
-    @property
-    def pending_outputs(self):
-        return self._native.pending_outputs
-
-    @property
-    def max_pending(self):
-        return self._native.max_pending
+    recording = forwarded("_native.recording")
+    pending_outputs = forwarded("_native.pending_outputs")
+    max_pending = forwarded("_native.max_pending")
 
     @property
     def output_dir(self):
@@ -363,23 +356,12 @@ class RequestTraceWriter(WriterBase):
                 pass
         return handle
 
-    @property
-    def generation(self):
-        return self._native.generation
-
-    @property
-    def sidecar_path(self):
-        return self._native.sidecar_path
-
-    @property
-    def writer_suffix(self):
-        return self._native.writer_suffix
-
-    @property
-    def invalid_traceparents(self):
-        """Request lines written without the traceparent header they sent (invalid or
-        repeated), counted when written (after flush() or close(): all)."""
-        return self._native.invalid_traceparents
+    generation = forwarded("_native.generation")
+    sidecar_path = forwarded("_native.sidecar_path")
+    writer_suffix = forwarded("_native.writer_suffix")
+    invalid_traceparents = forwarded("_native.invalid_traceparents", doc=(
+        "Request lines written without the traceparent header they sent (invalid or "
+        "repeated), counted when written (after flush() or close(): all)."))
 
     def _describe(self):
         return f"RequestTraceWriter({self._output_dir!r})"

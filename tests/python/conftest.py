@@ -1,5 +1,6 @@
 """Shared helpers of the jsonlw Python tests (run against the built or installed package)."""
 
+import asyncio
 import copy
 import glob
 import json
@@ -168,6 +169,28 @@ class StuckDisk:
                     return
 
         threading.Thread(target=drain, daemon=True).start()
+
+
+class LoopTicker:
+    """Counts its turns on the running asyncio loop, one per `period` seconds (0: one per pass
+    of the loop), from start() until stop(): `ticks` grows only while the loop is not held."""
+
+    def __init__(self, period=0.0):
+        self.period = period
+        self.ticks = 0
+        self._task = None
+
+    async def _run(self):
+        while True:
+            self.ticks += 1
+            await asyncio.sleep(self.period)
+
+    def start(self):
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    def stop(self):
+        self._task.cancel()
 
 
 def hour_folders(root):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import read_lines, simple_record
+from conftest import LoopTicker, read_lines, simple_record
 import jsonlw
 from jsonlw import SubmitResult
 from jsonlw.trtllm import PerfMetricsJsonlWriter
@@ -36,15 +36,7 @@ async def test_submit_from_the_loop_returns_what_happened(out_dir):
 async def test_submit_from_many_threads_while_the_loop_runs(out_dir):
     w = PerfMetricsJsonlWriter(str(out_dir), "server")
     await w.start()
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0.001)
-
-    t = asyncio.create_task(ticker())
+    ticker = LoopTicker(0.001).start()
 
     def produce(base):
         for i in range(500):
@@ -52,10 +44,10 @@ async def test_submit_from_many_threads_while_the_loop_runs(out_dir):
 
     await asyncio.gather(*[asyncio.to_thread(produce, k * 1000) for k in range(4)])
     report = await w.close()
-    t.cancel()
+    ticker.stop()
     s = report["stats"]
     assert s["written"] + s["dropped"]["queue_full"] == 2000
-    assert ticks > 0
+    assert ticker.ticks > 0
 
 
 def test_records_are_written_while_the_caller_holds_the_gil(out_dir):

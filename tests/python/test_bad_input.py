@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from conftest import WORKER_RECORD, read_records, simple_record
+from conftest import WORKER_RECORD, LoopTicker, read_records, simple_record
 from jsonlw import SubmitResult
 from jsonlw.trtllm import PerfMetricsJsonlWriter, RawOutputDump, perf_metrics_line
 
@@ -116,21 +116,13 @@ async def test_the_malformed_log_is_rate_limited(out_dir, caplog):
 async def test_the_loop_keeps_running_under_bad_input(out_dir):
     w = PerfMetricsJsonlWriter(str(out_dir), "server")
     await w.start()
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    t = asyncio.create_task(ticker())
+    ticker = LoopTicker().start()
     for name, bad in BAD.items():
         w.submit(bad)
         await asyncio.sleep(0)
-    t.cancel()
+    ticker.stop()
     await w.close()
-    assert ticks >= len(BAD) - 1
+    assert ticker.ticks >= len(BAD) - 1
     assert w.stats()["dropped"]["malformed"] == len(BAD)
 
 

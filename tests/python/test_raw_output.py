@@ -357,30 +357,14 @@ FIELDS = dict(request_id=5, output_index=0, text_diff="ab", text="ab", token_ids
               is_final=True, aborted=True, streaming=False, disagg_request_id=9)
 
 
-@dataclasses.dataclass
-class DataChunk:
-    request_id: int
-    output_index: int
-    text_diff: str
-    text: object
-    token_ids_diff: list
-    is_final: bool
-    aborted: bool
-    streaming: bool
-    disagg_request_id: object = None
-
-
-@dataclasses.dataclass(slots=True)
-class SlotsChunk:  # __slots__ members: data descriptors, read by getattr
-    request_id: int
-    output_index: int
-    text_diff: str
-    text: object
-    token_ids_diff: list
-    is_final: bool
-    aborted: bool
-    streaming: bool
-    disagg_request_id: object = None
+# The fields of a chunk dataclass: one layout with an instance __dict__, one with __slots__
+# (members: data descriptors, read by getattr).
+CHUNK_FIELDS = [("request_id", int), ("output_index", int), ("text_diff", str), ("text", object),
+                ("token_ids_diff", list), ("is_final", bool), ("aborted", bool),
+                ("streaming", bool),
+                ("disagg_request_id", object, dataclasses.field(default=None))]
+DataChunk = dataclasses.make_dataclass("DataChunk", CHUNK_FIELDS)
+SlotsChunk = dataclasses.make_dataclass("SlotsChunk", CHUNK_FIELDS, slots=True)
 
 
 class PropertyChunk:

@@ -111,13 +111,21 @@ std::optional<std::string> opt_str(PyObject* d, const char* key)
     return to_string(v, key, 64 * 1024);
 }
 
-RequestTrace read_request(PyObject* d)
+// What a request and a response trace share: a dict of str keys, "trace_id" and "session".
+template <class Trace>
+Trace read_trace_common(PyObject* d, const std::string& what)
 {
-    if (!is_dict(d)) throw BadRecord("request trace must be a dict");
-    check_str_keys(d, "request trace");
-    RequestTrace r;
+    if (!is_dict(d)) throw BadRecord(what + " must be a dict");
+    check_str_keys(d, what);
+    Trace r;
     r.trace_id = to_string(require(d, "trace_id", ""), "trace_id", 256);
     if (auto s = opt_str(d, "session")) r.session = *s;
+    return r;
+}
+
+RequestTrace read_request(PyObject* d)
+{
+    RequestTrace r = read_trace_common<RequestTrace>(d, "request trace");
     r.recorded_at = wall_time(item(d, "recorded_at", ""), "recorded_at");
     if (PyObject* v = item(d, "server_arrival_time", ""); v && v != Py_None)
         r.server_arrival_time = to_number(v, "server_arrival_time");
@@ -159,11 +167,7 @@ RequestTrace read_request(PyObject* d)
 
 ResponseTrace read_response(PyObject* d)
 {
-    if (!is_dict(d)) throw BadRecord("response trace must be a dict");
-    check_str_keys(d, "response trace");
-    ResponseTrace r;
-    r.trace_id = to_string(require(d, "trace_id", ""), "trace_id", 256);
-    if (auto s = opt_str(d, "session")) r.session = *s;
+    ResponseTrace r = read_trace_common<ResponseTrace>(d, "response trace");
     r.finished_at = wall_time(item(d, "finished_at", ""), "finished_at");
     if (auto s = opt_str(d, "status")) {
         if (*s == "completed") r.status = ResponseTraceStatus::completed;
