@@ -12,20 +12,15 @@ import subprocess
 import sys
 import tempfile
 
+from checks import expect, finish
+
 JSONLW, DATA = sys.argv[1], sys.argv[2]
 VOID = {"meta", "br", "hr", "img", "input", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
-failures = []
 
 
 def run(*args):
     p = subprocess.run([JSONLW, *args], capture_output=True, text=True, timeout=30)
     return p.returncode, p.stdout, p.stderr
-
-
-def expect(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
 
 
 class Balance(html.parser.HTMLParser):
@@ -158,5 +153,4 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, _ = run("report", "--bench-baseline", os.path.join(DATA, "disagg"))
     expect("report --bench-baseline prints both figures", rc == 0 and "iterate_many baseline" in out, out)
 
-print(f"{len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

@@ -19,15 +19,10 @@ import subprocess
 import sys
 import tempfile
 
+from checks import expect, finish
+
 JSONLW = sys.argv[1]
 REQUESTS = 60
-failures = []
-
-
-def expect(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
 
 
 def sha(b):
@@ -147,4 +142,4 @@ with tempfile.TemporaryDirectory() as tmp:
                          timeout=30)
     expect("a bad --capture exits 2", bad.returncode == 2, bad.stderr)
 
-sys.exit(1 if failures else 0)
+finish()

@@ -20,17 +20,12 @@ import tempfile
 import threading
 import time
 
+from checks import expect, finish
+
 JSONLW = sys.argv[1]
 DEADLINE = 60  # seconds: generous bound for an event that should come within one
-failures = []
 NAMES = {"raw output": "raw_output", "request trace": "request_trace",
          "perf metrics": "perf_metrics"}
-
-
-def expect(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
 
 
 def demo_args(out, requests, rate, *extra):
@@ -194,7 +189,4 @@ with tempfile.TemporaryDirectory() as tmp:
         finally:
             subprocess.run(["umount", mnt])
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all checks passed")
+finish()

@@ -16,15 +16,10 @@ import subprocess
 import sys
 import tempfile
 
+from checks import expect, finish
+
 JSONLW = sys.argv[1]
 REQUESTS = 120
-failures = []
-
-
-def expect(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
 
 
 def lines(pattern):
@@ -99,5 +94,4 @@ with tempfile.TemporaryDirectory() as tmp:
         expect(f"{flag[0]} without --in-process is refused with status 2",
                bad.returncode == 2 and "only for jsonlw demo --in-process" in bad.stderr, bad.stderr)
 
-print(f"\n{len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

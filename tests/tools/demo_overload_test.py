@@ -23,15 +23,10 @@ import subprocess
 import sys
 import tempfile
 
+from checks import expect, finish
+
 JSONLW = sys.argv[1]
-failures = []
 REQUESTS = 200
-
-
-def expect(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
 
 
 def writer_rows(stdout):
@@ -153,4 +148,4 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("no token without per-token data",
            "per-token data: 0 token positions written without it" in p.stdout, p.stdout)
 
-sys.exit(1 if failures else 0)
+finish()

@@ -18,14 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+from checks import expect, finish
+
 JSONLW = sys.argv[1]
-failures = []
-
-
-def expect(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -213,4 +208,4 @@ with tempfile.TemporaryDirectory() as tmp:
                                timeout=60)
             expect("verify without --key exits 2", v.returncode == 2, v.stdout + v.stderr)
 
-sys.exit(1 if failures else 0)
+finish()

@@ -87,6 +87,16 @@ struct RetainedRun {
     }
 };
 
+// A copy of a RetainedRun's directory to damage (a Catch2 fixture): its .jsonl files in order,
+// and the chain verified over the copy.
+struct DamagedCopy {
+    RetainedRun run;
+    TempDir t;
+    const std::vector<fs::path> files = jsonl_in(run.copy(t));
+
+    ChainVerifyResult verify() const { return verify_chain_directory(t.path(), std::nullopt); }
+};
+
 void check_break(const ChainVerifyResult& r, const fs::path& file, std::size_t line,
                  const std::string& kind)
 {
@@ -102,6 +112,15 @@ std::string lines_text(const std::vector<std::string>& v)
     std::string s;
     for (const std::string& l : v) s += l + "\n";
     return s;
+}
+
+// Rewrites `file` with edit(lines) done to its lines.
+template <class Edit>
+void edit_lines(const fs::path& file, Edit edit)
+{
+    std::vector<std::string> lines = read_lines(file);
+    edit(lines);
+    write_file(file, lines_text(lines));
 }
 
 // Runs the built `jsonlw verify ARGS`; returns its exit status, and its stdout in `out`.
@@ -143,92 +162,72 @@ TEST_CASE("A rotating writer with chain sha256 and retain_files verifies, its de
     }
 }
 
-TEST_CASE("A byte edited in a line breaks the chain at that file and line, as edited",
-          "[tools][verify]")
+TEST_CASE_METHOD(DamagedCopy,
+                 "A byte edited in a line breaks the chain at that file and line, as edited",
+                 "[tools][verify]")
 {
-    RetainedRun run;
-    TempDir t;
-    const auto files = jsonl_in(run.copy(t));
     std::string text = read_file(files[0]);  // records 16..19
     const std::size_t at = text.find("\"r17\"");
     REQUIRE(at != std::string::npos);
     text[at + 2] = '8';
     write_file(files[0], text);
-    const ChainVerifyResult r = verify_chain_directory(t.path(), std::nullopt);
+    const ChainVerifyResult r = verify();
     check_break(r, files[0], 2, "edited");
     CHECK(format_chain_verify(r).rfind(files[0].filename().string() + ":2: edited: line 2's bytes", 0) == 0);
 }
 
-TEST_CASE("The last file cut in the middle of a line is truncated at that line", "[tools][verify]")
+TEST_CASE_METHOD(DamagedCopy,
+                 "The last file cut in the middle of a line is truncated at that line", "[tools][verify]")
 {
-    RetainedRun run;
-    TempDir t;
-    const auto files = jsonl_in(run.copy(t));
     fs::resize_file(files[1], fs::file_size(files[1]) - 20);
-    check_break(verify_chain_directory(t.path(), std::nullopt), files[1], 4, "truncated");
+    check_break(verify(), files[1], 4, "truncated");
 }
 
-TEST_CASE("Whole lines removed from a closed file's end are truncated, found against the "
-          "manifest's close record",
-          "[tools][verify]")
+TEST_CASE_METHOD(DamagedCopy,
+                 "Whole lines removed from a closed file's end are truncated, found against the "
+                 "manifest's close record",
+                 "[tools][verify]")
 {
-    RetainedRun run;
-    TempDir t;
-    const auto files = jsonl_in(run.copy(t));
-    auto lines = read_lines(files[0]);
-    lines.pop_back();
-    write_file(files[0], lines_text(lines));
-    check_break(verify_chain_directory(t.path(), std::nullopt), files[0], 4, "truncated");
+    edit_lines(files[0], [](auto& lines) { lines.pop_back(); });
+    check_break(verify(), files[0], 4, "truncated");
 }
 
-TEST_CASE("Two lines swapped are reordered at the first of them", "[tools][verify]")
+TEST_CASE_METHOD(DamagedCopy,
+                 "Two lines swapped are reordered at the first of them", "[tools][verify]")
 {
-    RetainedRun run;
-    TempDir t;
-    const auto files = jsonl_in(run.copy(t));
-    auto lines = read_lines(files[1]);
-    std::swap(lines[0], lines[1]);
-    write_file(files[1], lines_text(lines));
-    check_break(verify_chain_directory(t.path(), std::nullopt), files[1], 1, "reordered");
+    edit_lines(files[1], [](auto& lines) { std::swap(lines[0], lines[1]); });
+    check_break(verify(), files[1], 1, "reordered");
 }
 
-TEST_CASE("A file deleted by hand is a deleted file; one retention deleted is not",
-          "[tools][verify]")
+TEST_CASE_METHOD(DamagedCopy,
+                 "A file deleted by hand is a deleted file; one retention deleted is not",
+                 "[tools][verify]")
 {
-    RetainedRun run;
-    TempDir t;
-    const auto files = jsonl_in(run.copy(t));
     fs::remove(files[0]);
-    const ChainVerifyResult r = verify_chain_directory(t.path(), std::nullopt);
-    check_break(r, files[0], 0, "deleted file");
+    check_break(verify(), files[0], 0, "deleted file");
 }
 
-TEST_CASE("A file deleted by hand together with its manifest lines leaves the next file "
-          "starting from nowhere: a broken link",
-          "[tools][verify]")
+TEST_CASE_METHOD(DamagedCopy,
+                 "A file deleted by hand together with its manifest lines leaves the next file "
+                 "starting from nowhere: a broken link",
+                 "[tools][verify]")
 {
-    RetainedRun run;
-    TempDir t;
-    const auto files = jsonl_in(run.copy(t));
     fs::remove(files[0]);
-    std::vector<std::string> kept;
-    for (const std::string& l : read_lines(t.path() / "test.chain"))
-        if (l.find(files[0].filename().string()) == std::string::npos) kept.push_back(l);
-    write_file(t.path() / "test.chain", lines_text(kept));
-    check_break(verify_chain_directory(t.path(), std::nullopt), files[1], 1, "broken link");
+    const std::string removed = files[0].filename().string();
+    edit_lines(t.path() / "test.chain", [&](auto& lines) {
+        std::erase_if(lines, [&](const std::string& l) { return l.find(removed) != std::string::npos; });
+    });
+    check_break(verify(), files[1], 1, "broken link");
 }
 
-TEST_CASE("A line inserted in the middle of a file breaks there as deleted_or_inserted, and a "
-          "file of the writer's name that no manifest lists is an inserted file",
-          "[tools][verify]")
+TEST_CASE_METHOD(DamagedCopy,
+                 "A line inserted in the middle of a file breaks there as deleted_or_inserted, and a "
+                 "file of the writer's name that no manifest lists is an inserted file",
+                 "[tools][verify]")
 {
-    RetainedRun run;
-    TempDir t;
-    const auto files = jsonl_in(run.copy(t));
-    auto lines = read_lines(files[1]);
-    lines.insert(lines.begin() + 2, read_lines(files[0])[0]);
-    write_file(files[1], lines_text(lines));
-    check_break(verify_chain_directory(t.path(), std::nullopt), files[1], 3, "deleted_or_inserted");
+    const std::string first = read_lines(files[0])[0];
+    edit_lines(files[1], [&](auto& lines) { lines.insert(lines.begin() + 2, first); });
+    check_break(verify(), files[1], 3, "deleted_or_inserted");
 
     TempDir u;
     const auto again = jsonl_in(run.copy(u));
