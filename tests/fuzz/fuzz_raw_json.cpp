@@ -9,32 +9,13 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <string>
-
-namespace {
-
-struct Harness {
-    boost::asio::io_context loop, io;
-    std::shared_ptr<jsonlw_fuzz::CaptureIo> sink = std::make_shared<jsonlw_fuzz::CaptureIo>();
-    jsonlw::RawJsonWriter writer;
-    Harness()
-        : writer(loop.get_executor(),
-                 {.directory = jsonlw_fuzz::scratch_dir(),
-                  .log = [](jsonlw::LogLevel, std::string_view) {},
-                  .io_executor = io.get_executor(),
-                  .file_io = sink},
-                 {.allow_any_value = true})
-    {
-        writer.start();
-    }
-};
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
-    static Harness* h = new Harness;  // lives for the process
+    // Lives for the process.
+    static auto* h = new jsonlw_fuzz::Harness<jsonlw::RawJsonWriter>(
+        jsonlw::RawJsonOptions{.allow_any_value = true});
     static simdjson::dom::parser parser;
     const std::string text(reinterpret_cast<const char*>(data), size);
 

@@ -10,24 +10,9 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <string>
 
 namespace {
-
-struct Harness {
-    boost::asio::io_context loop, io;
-    std::shared_ptr<jsonlw_fuzz::CaptureIo> sink = std::make_shared<jsonlw_fuzz::CaptureIo>();
-    jsonlw::RequestTraceWriter writer;
-    Harness()
-        : writer(loop.get_executor(), {.directory = jsonlw_fuzz::scratch_dir(),
-                                       .log = [](jsonlw::LogLevel, std::string_view) {},
-                                       .io_executor = io.get_executor(),
-                                       .file_io = sink})
-    {
-        writer.start();
-    }
-};
 
 // `body` of the one line in `line` against what the body text should become.
 void check(simdjson::dom::parser& parser, const std::string& line, std::string_view body_key_path,
@@ -60,7 +45,7 @@ void check(simdjson::dom::parser& parser, const std::string& line, std::string_v
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
-    static Harness* h = new Harness;  // lives for the process
+    static auto* h = new jsonlw_fuzz::Harness<jsonlw::RequestTraceWriter>;  // lives for the process
     static simdjson::dom::parser parser;
     const std::string body(reinterpret_cast<const char*>(data), size);
     const auto t = jsonlw::WallClock::time_point(std::chrono::hours(500'000));

@@ -1,9 +1,10 @@
 // Shared by the fuzz targets: an independent reference for JsonLine's UTF-8 sanitizing, and a
 // harness that runs a writer single-threaded (its loop and its I/O executor are two
-// io_contexts polled by the fuzzing thread) with appends captured in memory.
+// io_contexts polled by the fuzzing thread, settle()) with appends captured in memory.
 #pragma once
 
 #include <jsonlw/file_io.hpp>
+#include <jsonlw/writer_options.hpp>
 #include <jsonlw/writer_stats.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -12,8 +13,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace jsonlw_fuzz {
 
@@ -108,5 +111,30 @@ void settle(boost::asio::io_context& loop, boost::asio::io_context& io, const Wr
         io.poll();
     }
 }
+
+// A started Writer on `loop`, its I/O on `io`, its appends in `sink`, its logs dropped; what
+// `extra` holds follows the WriterOptions in its constructor.
+template <class Writer>
+struct Harness {
+    template <class... Extra>
+    explicit Harness(Extra&&... extra)
+        : writer(loop.get_executor(), options(), std::forward<Extra>(extra)...)
+    {
+        writer.start();
+    }
+
+    boost::asio::io_context loop, io;
+    std::shared_ptr<CaptureIo> sink = std::make_shared<CaptureIo>();
+    Writer writer;
+
+private:
+    jsonlw::WriterOptions options()
+    {
+        return {.directory = scratch_dir(),
+                .log = [](jsonlw::LogLevel, std::string_view) {},
+                .io_executor = io.get_executor(),
+                .file_io = sink};
+    }
+};
 
 }  // namespace jsonlw_fuzz
