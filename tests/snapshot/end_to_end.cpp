@@ -30,8 +30,6 @@
 using namespace jsonlw::snapshot;
 using namespace std::chrono_literals;
 
-using jsonlw_test::lines_under;
-
 TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "captured steps become raw-output records whose logprobs, ranks and top_logprobs match the reference", "[snapshot][end_to_end]")
 {
     constexpr int V = 500, rows = 4, steps = 6, k = 3;
@@ -91,24 +89,11 @@ TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "captured steps become raw-out
     const auto report = jsonlw_test::close(writer);
     CHECK(report.stats.written == rows);
 
-    const auto lines = lines_under(dir.path());
-    REQUIRE(lines.size() == std::size_t(rows));
-    simdjson::dom::parser parser;
-    for (const std::string& line : lines) {
-        INFO(line);
-        simdjson::dom::element doc;
-        REQUIRE(parser.parse(line).get(doc) == simdjson::SUCCESS);
-        std::string_view id_text;
-        REQUIRE(doc["request_id"].get_string().get(id_text) == simdjson::SUCCESS);
-        const std::uint64_t id = std::stoull(std::string(id_text));
+    for_each_token_record(std::size_t(rows), [&](const jsonlw_test::TokenRecord& rec) {
+        const auto& [doc, id, ids, lps, ranks, tops] = rec;
         const auto& want = seen.at(id);
         REQUIRE(want.size() == std::size_t(steps));
 
-        simdjson::dom::array ids, lps, ranks, tops;
-        REQUIRE(doc["token_ids"].get_array().get(ids) == simdjson::SUCCESS);
-        REQUIRE(doc["logprobs"].get_array().get(lps) == simdjson::SUCCESS);
-        REQUIRE(doc["ranks"].get_array().get(ranks) == simdjson::SUCCESS);
-        REQUIRE(doc["top_logprobs"].get_array().get(tops) == simdjson::SUCCESS);
         REQUIRE(lps.size() == std::size_t(steps));
         std::size_t i = 0;
         for (auto lp : lps) {
@@ -158,5 +143,5 @@ TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "captured steps become raw-out
         CHECK(decoded[0].dtype == LogitDType::f32);
         REQUIRE(decoded[0].bytes.size() == std::size_t(V) * 4);
         CHECK(std::memcmp(decoded[0].bytes.data(), first_rows[id].data(), std::size_t(V) * 4) == 0);
-    }
+    });
 }

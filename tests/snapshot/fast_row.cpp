@@ -149,6 +149,19 @@ int check_row(const Row& r, std::int32_t sampled, int k, const std::vector<CpuRo
     return bad;
 }
 
+// What each case checks rows with (a Catch2 fixture): the paths this CPU runs, and the worst
+// lse/logprob difference seen, as a share of the tolerance.
+struct RowCheck {
+    const std::vector<CpuRowPath> paths = runnable_paths();
+    Worst worst;
+
+    // check_row() over `paths`; returns the rows that differed.
+    int check(const Row& r, std::int32_t sampled, int k)
+    {
+        return check_row(r, sampled, k, paths, worst);
+    }
+};
+
 const LogitDType all_dtypes[] = {LogitDType::f32, LogitDType::f16, LogitDType::bf16};
 
 std::vector<float> normal_row(std::mt19937_64& rng, std::int32_t V, float sigma)
@@ -161,11 +174,10 @@ std::vector<float> normal_row(std::mt19937_64& rng, std::int32_t V, float sigma)
 
 }  // namespace
 
-TEST_CASE("fast_row matches reference_row on random rows of every dtype, vocab and k",
-          "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row matches reference_row on random rows of every dtype, vocab and k",
+                 "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     int rows = 0;
     kernel_rows = path_rows = 0;
     std::uint64_t seed = 27;
@@ -180,7 +192,7 @@ TEST_CASE("fast_row matches reference_row on random rows of every dtype, vocab a
                 for (const int k : {1, 20, 64}) {
                     const std::int32_t s = std::int32_t(rng() % std::uint64_t(V));
                     INFO("seed " << seed << " sigma " << sigma);
-                    check_row(r, s, k, paths, worst);
+                    check(r, s, k);
                     ++rows;
                 }
             }
@@ -193,26 +205,24 @@ TEST_CASE("fast_row matches reference_row on random rows of every dtype, vocab a
     CHECK(kernel_rows == path_rows);
 }
 
-TEST_CASE("fast_row matches reference_row on the largest vocabulary, several seeds",
-          "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row matches reference_row on the largest vocabulary, several seeds",
+                 "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     for (const std::uint64_t seed : {1u, 2u, 3u}) {
         std::mt19937_64 rng(seed);
         const LogitDType dt = all_dtypes[seed % 3];
         const Row r = make_row(normal_row(rng, 262144, 4.0f), dt, int(seed));
-        check_row(r, std::int32_t(rng() % 262144u), SnapshotConfig::max_k, paths, worst);
-        check_row(r, 262143, 1, paths, worst);
+        check(r, std::int32_t(rng() % 262144u), SnapshotConfig::max_k);
+        check(r, 262143, 1);
     }
     CHECK(worst.share <= 1.0);
 }
 
-TEST_CASE("fast_row: ties go to the smaller id, in the top-k and in the rank",
-          "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row: ties go to the smaller id, in the top-k and in the rank",
+                 "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     for (const LogitDType dt : all_dtypes) {
         for (const std::int32_t V : {5, 64, 1000, 3000}) {
             // A few distinct values, -0 and +0 among them.
@@ -223,33 +233,31 @@ TEST_CASE("fast_row: ties go to the smaller id, in the top-k and in the rank",
             }
             const Row r = make_row(xs, dt, 1);
             for (const std::int32_t s : {0, 1, V / 2, V - 1})
-                for (const int k : {1, 20, 64}) check_row(r, s, k, paths, worst);
+                for (const int k : {1, 20, 64}) check(r, s, k);
         }
     }
     CHECK(worst.share <= 1.0);
 }
 
-TEST_CASE("fast_row: all-equal rows, up to the largest vocabulary", "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row: all-equal rows, up to the largest vocabulary", "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     for (const LogitDType dt : all_dtypes) {
         for (const std::int32_t V : {1, 17, 1024, 99999, 262144}) {
             for (const float v : {0.0f, -0.0f, 1.5f, -7.25f, 30000.0f}) {
                 const Row r = make_row(std::vector<float>(std::size_t(V), v), dt);
-                check_row(r, V / 3, 64, paths, worst);
-                check_row(r, V - 1, 3, paths, worst);
+                check(r, V / 3, 64);
+                check(r, V - 1, 3);
             }
         }
     }
     CHECK(worst.share <= 1.0);
 }
 
-TEST_CASE("fast_row: NaN, +inf and -inf rows come out exactly as the oracle's",
-          "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row: NaN, +inf and -inf rows come out exactly as the oracle's",
+                 "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     for (const LogitDType dt : all_dtypes) {
         for (const std::int32_t V : {1, 9, 40, 1500, 5000}) {
             std::mt19937_64 rng(std::uint64_t(V) * 3 + std::uint64_t(dt));
@@ -262,7 +270,7 @@ TEST_CASE("fast_row: NaN, +inf and -inf rows come out exactly as the oracle's",
                     xs[std::size_t(at)] = special;
                     const Row r = make_row(xs, dt, 3);
                     const int before = kernel_rows;
-                    for (const std::int32_t s : {0, at, V - 1}) check_row(r, s, 20, paths, worst);
+                    for (const std::int32_t s : {0, at, V - 1}) check(r, s, 20);
                     // NaN and +inf rows are the oracle's; one -inf does not stop the kernel.
                     if (!(special == -inf) || V < 20) CHECK(kernel_rows == before);
                     else CHECK(kernel_rows == before + 3 * int(paths.size()));
@@ -273,31 +281,30 @@ TEST_CASE("fast_row: NaN, +inf and -inf rows come out exactly as the oracle's",
                 std::vector<float> xs(static_cast<std::size_t>(V), fill);
                 xs[std::size_t(V / 2)] = 0.75f;
                 const Row r = make_row(xs, dt);
-                check_row(r, V / 2, 1, paths, worst);
-                check_row(r, 0, 20, paths, worst);
+                check(r, V / 2, 1);
+                check(r, 0, 20);
             }
             // All -inf; all +inf; all NaN.
             for (const float fill : {-inf, inf, qnan}) {
                 const Row r = make_row(std::vector<float>(std::size_t(V), fill), dt);
-                check_row(r, V - 1, 20, paths, worst);
+                check(r, V - 1, 20);
             }
             // Half the row masked: more than k finite logits, so the fast path keeps it.
             std::vector<float> xs = base;
             for (std::int32_t i = 0; i < V; i += 2) xs[std::size_t(i)] = -inf;
             const Row r = make_row(xs, dt, 2);
             const int before = kernel_rows;
-            for (const std::int32_t s : {0, 1, V - 1}) check_row(r, s, 20, paths, worst);
+            for (const std::int32_t s : {0, 1, V - 1}) check(r, s, 20);
             if (V >= 1500) CHECK(kernel_rows == before + 3 * int(paths.size()));
         }
     }
     CHECK(worst.share <= 1.0);
 }
 
-TEST_CASE("fast_row: a max that climbs past the running offset, and masked leading blocks",
-          "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row: a max that climbs past the running offset, and masked leading blocks",
+                 "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     for (const LogitDType dt : all_dtypes) {
         const std::int32_t V = 20000;
         std::vector<float> up(static_cast<std::size_t>(V)), down(up), jump(up),
@@ -310,56 +317,53 @@ TEST_CASE("fast_row: a max that climbs past the running offset, and masked leadi
         }
         for (const auto* xs : {&up, &down, &jump, &late}) {
             const Row r = make_row(*xs, dt, 1);
-            for (const std::int32_t s : {0, 2500, 5000, V - 1}) check_row(r, s, 64, paths, worst);
+            for (const std::int32_t s : {0, 2500, 5000, V - 1}) check(r, s, 64);
         }
     }
     CHECK(worst.share <= 1.0);
 }
 
-TEST_CASE("fast_row: extreme magnitudes and the tolerance's worst cases", "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row: extreme magnitudes and the tolerance's worst cases", "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     std::mt19937_64 rng(99);
     // fp32 only: the extremes of the widest type.
     std::vector<float> big(70000);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (float& x : big) x = u(rng) * 3e38f;
-    check_row(make_row(big, LogitDType::f32), 5, 20, paths, worst);
+    check(make_row(big, LogitDType::f32), 5, 20);
     // Every term e^-1 but the max's: the fp32 lane sums round at every add.
     for (const std::int32_t V : {65536, 262144}) {
         std::vector<float> xs(static_cast<std::size_t>(V), -1.0f);
         xs[7] = 0.0f;
-        for (const LogitDType dt : all_dtypes) check_row(make_row(xs, dt), 7, 20, paths, worst);
+        for (const LogitDType dt : all_dtypes) check(make_row(xs, dt), 7, 20);
     }
     // Terms spread over e^-20 .. e^0, the largest vocabulary.
     std::vector<float> spread(262144);
     std::uniform_real_distribution<float> s(-20.0f, 0.0f);
     for (float& x : spread) x = s(rng);
-    for (const LogitDType dt : all_dtypes) check_row(make_row(spread, dt), 100, 64, paths, worst);
+    for (const LogitDType dt : all_dtypes) check(make_row(spread, dt), 100, 64);
     INFO("worst: " << worst.share << " of the tolerance");
     CHECK(worst.share <= 1.0);
 }
 
-TEST_CASE("fast_row: k beyond the vocabulary and sampled ids outside it", "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row: k beyond the vocabulary and sampled ids outside it", "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     for (const LogitDType dt : all_dtypes) {
         for (const std::int32_t V : {1, 3, 50}) {
             std::mt19937_64 rng(static_cast<std::uint64_t>(V));
             const Row r = make_row(normal_row(rng, V, 1.0f), dt);
             for (const std::int32_t s : {-1, 0, V, std::numeric_limits<std::int32_t>::max()})
-                for (const int k : {0, 1, 64, 100}) check_row(r, s, k, paths, worst);
+                for (const int k : {0, 1, 64, 100}) check(r, s, k);
         }
     }
     CHECK(worst.share <= 1.0);
 }
 
-TEST_CASE("fast_row: rows of a padded [rows, stride] matrix", "[snapshot][fast_row]")
+TEST_CASE_METHOD(RowCheck,
+                 "fast_row: rows of a padded [rows, stride] matrix", "[snapshot][fast_row]")
 {
-    const auto paths = runnable_paths();
-    Worst worst;
     for (const LogitDType dt : all_dtypes) {
         const std::int32_t rows = 5, V = 3001, stride = 3001 + 13;
         std::mt19937_64 rng(5);

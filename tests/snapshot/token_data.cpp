@@ -118,21 +118,8 @@ TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "a step the stage dropped leav
     CHECK(counters.tokens_without_data == rows);
     CHECK(counters.token_data_orphaned == 0);
 
-    const auto lines = lines_under(dir.path());
-    REQUIRE(lines.size() == std::size_t(rows));
-    simdjson::dom::parser parser;
-    for (const std::string& line : lines) {
-        INFO(line);
-        simdjson::dom::element doc;
-        REQUIRE(parser.parse(line).get(doc) == simdjson::SUCCESS);
-        std::string_view id_text;
-        REQUIRE(doc["request_id"].get_string().get(id_text) == simdjson::SUCCESS);
-        const std::uint64_t id = std::stoull(std::string(id_text));
-        simdjson::dom::array ids, lps, ranks, tops;
-        REQUIRE(doc["token_ids"].get_array().get(ids) == simdjson::SUCCESS);
-        REQUIRE(doc["logprobs"].get_array().get(lps) == simdjson::SUCCESS);
-        REQUIRE(doc["ranks"].get_array().get(ranks) == simdjson::SUCCESS);
-        REQUIRE(doc["top_logprobs"].get_array().get(tops) == simdjson::SUCCESS);
+    for_each_token_record(std::size_t(rows), [&](const jsonlw_test::TokenRecord& rec) {
+        const auto& [doc, id, ids, lps, ranks, tops] = rec;
         // Every token the engine produced is there, the dropped step's too.
         REQUIRE(ids.size() == std::size_t(steps));
         for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -174,7 +161,7 @@ TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "a step the stage dropped leav
         std::string want_text;
         for (std::int32_t t : tokens[id]) want_text += "t" + std::to_string(t);
         CHECK(text == want_text);
-    }
+    });
 }
 
 TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "per-token data may arrive before its token, and data for an output no longer in flight is counted as orphaned", "[snapshot][token_data]")
