@@ -21,26 +21,33 @@
 
 namespace bench {
 
-[[gnu::noinline]] void serialize_loop_perf(const jsonlw::PerfMetricsRecord& rec,
-                                           std::size_t iterations, jsonlw::LineBuffer& buf)
+// The body of the serialize_loop_* entry points: `iterations` lines, write(i, line) making
+// each, the buffer cleared every 64 records as serialize_batch() does.
+template <class Write>
+void json_lines_loop(std::size_t iterations, jsonlw::LineBuffer& buf, Write write)
 {
     for (std::size_t i = 0; i < iterations; ++i) {
         if (i % 64 == 0) buf.clear();
         jsonlw::JsonLine line(buf);
-        jsonlw::serialize_perf_metrics(rec, line);
+        write(i, line);
         buf.push_back('\n');
     }
+}
+
+[[gnu::noinline]] void serialize_loop_perf(const jsonlw::PerfMetricsRecord& rec,
+                                           std::size_t iterations, jsonlw::LineBuffer& buf)
+{
+    json_lines_loop(iterations, buf, [&](std::size_t, jsonlw::JsonLine& line) {
+        jsonlw::serialize_perf_metrics(rec, line);
+    });
 }
 
 [[gnu::noinline]] void serialize_loop_raw_output(const jsonlw::RawOutputRecord& rec,
                                                  std::size_t iterations, jsonlw::LineBuffer& buf)
 {
-    for (std::size_t i = 0; i < iterations; ++i) {
-        if (i % 64 == 0) buf.clear();
-        jsonlw::JsonLine line(buf);
+    json_lines_loop(iterations, buf, [&](std::size_t, jsonlw::JsonLine& line) {
         jsonlw::serialize_raw_output(rec, line);
-        buf.push_back('\n');
-    }
+    });
 }
 
 // --- Serialization ---
@@ -141,12 +148,9 @@ const SeedWorker& seed_record()
                                           const std::vector<jsonlw::RawJsonText>& recs,
                                           std::size_t iterations, jsonlw::LineBuffer& buf)
 {
-    for (std::size_t i = 0; i < iterations; ++i) {
-        if (i % 64 == 0) buf.clear();
-        jsonlw::JsonLine line(buf);
+    json_lines_loop(iterations, buf, [&](std::size_t i, jsonlw::JsonLine& line) {
         jsonlw::RawJsonWriterProbe::serialize(w, recs[i % recs.size()], line);
-        buf.push_back('\n');
-    }
+    });
 }
 
 // The batch path: records in batches of 64 (the writer's default), each batch validated as
@@ -185,12 +189,8 @@ const SeedWorker& seed_record()
 [[gnu::noinline]] void serialize_loop_jsonline(const SeedWorker& rec, std::size_t iterations,
                                                jsonlw::LineBuffer& buf)
 {
-    for (std::size_t i = 0; i < iterations; ++i) {
-        if (i % 64 == 0) buf.clear();
-        jsonlw::JsonLine line(buf);
-        build_seed(line, rec);
-        buf.push_back('\n');
-    }
+    json_lines_loop(iterations, buf,
+                    [&](std::size_t, jsonlw::JsonLine& line) { build_seed(line, rec); });
 }
 
 [[gnu::noinline]] void serialize_loop_fmt(const SeedWorker& r, std::size_t iterations,
