@@ -156,6 +156,19 @@ JSONLW_AVX512 inline void in_order(const FastRowArgs& a, std::int64_t i, __mmask
     s = _mm512_mask_add_ps(s, valid, s, exp_rel(x, mo));
 }
 
+// Two whole vectors of a sub-block outside the sampled id's block, one per accumulator.
+template <RankMode mode>
+JSONLW_AVX512 inline void whole_pair(__m512 x0, __m512 x1, __m512 sx, __m512 mo, __m512& vm,
+                                     __m512& s0, __m512& s1, __m512i& ab) noexcept
+{
+    vm = _mm512_max_ps(x0, vm);
+    vm = _mm512_max_ps(x1, vm);
+    count_above<mode>(x0, sx, 0xffff, 0, 0, ab);
+    count_above<mode>(x1, sx, 0xffff, 0, 0, ab);
+    s0 = _mm512_add_ps(s0, exp_rel(x0, mo));
+    s1 = _mm512_add_ps(s1, exp_rel(x1, mo));
+}
+
 // A block's one read: its max and its sub-blocks' (NaN ignored: vmaxps keeps its second
 // operand), the rank count, and the sum of exp(x - off). Two accumulators, each lane of each
 // taking <= 32 terms per block. A whole sub-block outside the sampled id's block goes without
@@ -182,12 +195,7 @@ JSONLW_AVX512 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std:
                     const __m512i v = _mm512_loadu_si512(a.p + 2 * (i0 + u));
                     const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
                     const __m512 x1 = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
-                    vm = _mm512_max_ps(x0, vm);
-                    vm = _mm512_max_ps(x1, vm);
-                    count_above<mode>(x0, sx, 0xffff, 0, 0, ab);
-                    count_above<mode>(x1, sx, 0xffff, 0, 0, ab);
-                    s0 = _mm512_add_ps(s0, exp_rel(x0, mo));
-                    s1 = _mm512_add_ps(s1, exp_rel(x1, mo));
+                    whole_pair<mode>(x0, x1, sx, mo, vm, s0, s1, ab);
                 }
             } else {
                 constexpr std::size_t size = dt == LogitDType::f32 ? 4 : 2;
@@ -195,12 +203,7 @@ JSONLW_AVX512 BlockPass first_pass(const FastRowArgs& a, std::int32_t base, std:
                     prefetch(a.p + size * std::size_t(i0 + u));
                     if constexpr (size == 4) prefetch(a.p + size * std::size_t(i0 + u + W));
                     const __m512 x0 = load<dt>(a.p, i0 + u), x1 = load<dt>(a.p, i0 + u + W);
-                    vm = _mm512_max_ps(x0, vm);
-                    vm = _mm512_max_ps(x1, vm);
-                    count_above<mode>(x0, sx, 0xffff, 0, 0, ab);
-                    count_above<mode>(x1, sx, 0xffff, 0, 0, ab);
-                    s0 = _mm512_add_ps(s0, exp_rel(x0, mo));
-                    s1 = _mm512_add_ps(s1, exp_rel(x1, mo));
+                    whole_pair<mode>(x0, x1, sx, mo, vm, s0, s1, ab);
                 }
             }
         } else {
