@@ -413,12 +413,7 @@ private:
     bool ensure_host_upload(std::size_t bytes, int rows) noexcept
     {
         if (bytes <= host_logits_bytes_ && rows <= host_sampled_rows_) return true;
-        if (host_logits_) (void)cudaFree(host_logits_);
-        if (host_sampled_) (void)cudaFree(host_sampled_);
-        host_logits_ = nullptr;
-        host_sampled_ = nullptr;
-        host_logits_bytes_ = 0;
-        host_sampled_rows_ = 0;
+        free_host_upload();
         if (cudaMalloc(&host_logits_, bytes) != cudaSuccess ||
             cudaMalloc(reinterpret_cast<void**>(&host_sampled_),
                        sizeof(std::int32_t) * std::size_t(config_.max_rows)) != cudaSuccess) {
@@ -430,7 +425,8 @@ private:
         return true;
     }
 
-    void release_device() noexcept
+    // The device copies of host logits and sampled ids, none after.
+    void free_host_upload() noexcept
     {
         if (host_logits_) (void)cudaFree(host_logits_);
         if (host_sampled_) (void)cudaFree(host_sampled_);
@@ -438,6 +434,11 @@ private:
         host_sampled_ = nullptr;
         host_logits_bytes_ = 0;
         host_sampled_rows_ = 0;
+    }
+
+    void release_device() noexcept
+    {
+        free_host_upload();
         for (DeviceSlot& s : slots_) {
             if (s.computed) (void)cudaEventDestroy(s.computed);
             if (s.copied) (void)cudaEventDestroy(s.copied);

@@ -125,37 +125,41 @@ T __ldg(const T* p, std::source_location where = std::source_location::current()
 // shared-memory atomic is one uninterrupted read-modify-write; blocks on other OS threads may
 // touch global memory at once, so the operation is a real atomic too. The scheduling point
 // before it lets another thread win the race under a nonzero seed (docs/snapshot.md).
+namespace jsonlw::emu::detail {
+
+// A compare-and-swap loop: stores next(old) while go_on(old), until a swap lands or go_on
+// says stop; returns the value before.
+template <class T, class GoOn, class Next>
+T cas_loop(T* p, GoOn go_on, Next next) noexcept
+{
+    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    while (go_on(old) &&
+           !__atomic_compare_exchange_n(p, &old, next(old), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    }
+    return old;
+}
+
+}  // namespace jsonlw::emu::detail
+
 template <class T>
 T atomicAdd(T* p, T v) noexcept
 {
     static_assert(std::is_integral_v<T> || std::is_floating_point_v<T>);
     ::jsonlw::emu::scheduling_point();
-    if constexpr (std::is_integral_v<T>) {
-        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-    } else {
-        T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-        while (!__atomic_compare_exchange_n(p, &old, old + v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-        }
-        return old;
-    }
+    if constexpr (std::is_integral_v<T>) return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+    else return ::jsonlw::emu::detail::cas_loop(p, [](T) { return true; }, [v](T old) { return old + v; });
 }
 template <class T>
 T atomicMax(T* p, T v) noexcept
 {
     ::jsonlw::emu::scheduling_point();
-    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-    while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-    }
-    return old;
+    return ::jsonlw::emu::detail::cas_loop(p, [v](T old) { return old < v; }, [v](T) { return v; });
 }
 template <class T>
 T atomicMin(T* p, T v) noexcept
 {
     ::jsonlw::emu::scheduling_point();
-    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-    while (v < old && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-    }
-    return old;
+    return ::jsonlw::emu::detail::cas_loop(p, [v](T old) { return v < old; }, [v](T) { return v; });
 }
 
 // The integer min/max overloads CUDA's device headers declare.
