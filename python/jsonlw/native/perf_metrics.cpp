@@ -191,17 +191,10 @@ TimingMetrics timing(PyObject* d, const At& w)
     return m;
 }
 
-// Steps hold few of their optional keys: walk the dict's own items. Field order: the
-// StepField enum's (StepKey's); the line keeps the dict's order.
-enum class StepField : std::uint8_t {
-    iter, forward_start_time, forward_end_time, sample_start_time, sample_end_time,
-    gpu_forward_time, gpu_sample_time, token_time, scheduled_time, prev_batch_token_time,
-    iter_counter, iter_batch_size, num_ctx_requests, num_gen_requests, context_token_number,
-    generation_token_number, req_context_token_number, req_generation_token_number,
-    num_capacity_fitting, num_scheduled, count
-};
+// Steps hold few of their optional keys: walk the dict's own items. Field order: StepKey's;
+// the line keeps the dict's order.
 
-const DictShape<std::size_t(StepField::count)>& step_shape()
+const DictShape<std::size_t(StepKey::count)>& step_shape()
 {
     return JSONLW_SHAPE(
         "iter", "forward_start_time", "forward_end_time", "sample_start_time", "sample_end_time",
@@ -213,11 +206,11 @@ const DictShape<std::size_t(StepField::count)>& step_shape()
 }
 
 // The field a step key names, or -1 (not in the schema: not written).
-int step_field_of(const DictShape<std::size_t(StepField::count)>& shape, PyObject* k)
+int step_field_of(const DictShape<std::size_t(StepKey::count)>& shape, PyObject* k)
 {
     if (PyUnicode_CheckExact(k)) [[likely]]
         return shape.find(k);
-    for (int i = 0; i < int(StepField::count); ++i) {  // a str subclass: compared by value
+    for (int i = 0; i < int(StepKey::count); ++i) {  // a str subclass: compared by value
         const int eq = PyUnicode_Compare(k, shape.key(i));
         if (eq == 0) return i;
         if (eq == -1 && PyErr_Occurred()) PyErr_Clear();
@@ -225,7 +218,7 @@ int step_field_of(const DictShape<std::size_t(StepField::count)>& shape, PyObjec
     return -1;
 }
 
-void step_field(const DictShape<std::size_t(StepField::count)>& shape, StepMetrics& m,
+void step_field(const DictShape<std::size_t(StepKey::count)>& shape, StepMetrics& m,
                 PyObject* k, PyObject* v, const At& w)
 {
     if (v == Py_None) return;
@@ -237,28 +230,28 @@ void step_field(const DictShape<std::size_t(StepField::count)>& shape, StepMetri
         out = PyFloat_CheckExact(v) ? PyFloat_AS_DOUBLE(v) : to_number(v, At{&w, key}.str());
     };
     auto integer = [&](std::optional<std::int64_t>& out) { out = opt_int(v, w, key); };
-    switch (StepField(f)) {
-    case StepField::iter: integer(m.iter); break;
-    case StepField::forward_start_time: num(m.forward_start_time); break;
-    case StepField::forward_end_time: num(m.forward_end_time); break;
-    case StepField::sample_start_time: num(m.sample_start_time); break;
-    case StepField::sample_end_time: num(m.sample_end_time); break;
-    case StepField::gpu_forward_time: num(m.gpu_forward_time); break;
-    case StepField::gpu_sample_time: num(m.gpu_sample_time); break;
-    case StepField::token_time: num(m.token_time); break;
-    case StepField::scheduled_time: num(m.scheduled_time); break;
-    case StepField::prev_batch_token_time: num(m.prev_batch_token_time); break;
-    case StepField::iter_counter: integer(m.iter_counter); break;
-    case StepField::iter_batch_size: integer(m.iter_batch_size); break;
-    case StepField::num_ctx_requests: integer(m.num_ctx_requests); break;
-    case StepField::num_gen_requests: integer(m.num_gen_requests); break;
-    case StepField::context_token_number: integer(m.context_token_number); break;
-    case StepField::generation_token_number: integer(m.generation_token_number); break;
-    case StepField::req_context_token_number: integer(m.req_context_token_number); break;
-    case StepField::req_generation_token_number: integer(m.req_generation_token_number); break;
-    case StepField::num_capacity_fitting: integer(m.num_capacity_fitting); break;
-    case StepField::num_scheduled: integer(m.num_scheduled); break;
-    case StepField::count: break;
+    switch (StepKey(f)) {
+    case StepKey::iter: integer(m.iter); break;
+    case StepKey::forward_start_time: num(m.forward_start_time); break;
+    case StepKey::forward_end_time: num(m.forward_end_time); break;
+    case StepKey::sample_start_time: num(m.sample_start_time); break;
+    case StepKey::sample_end_time: num(m.sample_end_time); break;
+    case StepKey::gpu_forward_time: num(m.gpu_forward_time); break;
+    case StepKey::gpu_sample_time: num(m.gpu_sample_time); break;
+    case StepKey::token_time: num(m.token_time); break;
+    case StepKey::scheduled_time: num(m.scheduled_time); break;
+    case StepKey::prev_batch_token_time: num(m.prev_batch_token_time); break;
+    case StepKey::iter_counter: integer(m.iter_counter); break;
+    case StepKey::iter_batch_size: integer(m.iter_batch_size); break;
+    case StepKey::num_ctx_requests: integer(m.num_ctx_requests); break;
+    case StepKey::num_gen_requests: integer(m.num_gen_requests); break;
+    case StepKey::context_token_number: integer(m.context_token_number); break;
+    case StepKey::generation_token_number: integer(m.generation_token_number); break;
+    case StepKey::req_context_token_number: integer(m.req_context_token_number); break;
+    case StepKey::req_generation_token_number: integer(m.req_generation_token_number); break;
+    case StepKey::num_capacity_fitting: integer(m.num_capacity_fitting); break;
+    case StepKey::num_scheduled: integer(m.num_scheduled); break;
+    case StepKey::count: break;
     }
 }
 
