@@ -43,8 +43,7 @@ KafkaJsonWriter::KafkaJsonWriter(boost::asio::any_io_executor ex, KafkaWriterOpt
 
 KafkaJsonWriter::KafkaJsonWriter(boost::asio::any_io_executor ex, const KafkaWriterOptions& opts,
                                  std::shared_ptr<KafkaSink> sink)
-    : JsonlRecordWriter<RawJsonText>(std::move(ex), engine_options(opts, sink),
-                                     std::make_shared<RawJsonEncoder>(opts.raw, opts)),
+    : RawJsonWriter(std::move(ex), engine_options(opts, sink), opts.raw),
       kafka_(opts.kafka),
       sink_(std::move(sink))
 {

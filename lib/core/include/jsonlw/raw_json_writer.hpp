@@ -19,14 +19,15 @@ namespace jsonlw {
 // Validation runs on the I/O thread, never on the submitter's — and with
 // WriterOptions::serializer_threads > 1 on the writer's helpers too, each chunk of a unit
 // validated as one stream by the thread that serializes it.
-// Thread-safety and lifetime: as JsonlRecordWriter.
+// Thread-safety and lifetime: as JsonlRecordWriter. A writer that sends the same records
+// elsewhere derives from it for its submit overloads (KafkaJsonWriter).
 //
 // Records are RawJsonText: submit(std::string_view) (or a const std::string&, or a C string)
 // copies a text of up to RawJsonText::inline_capacity bytes once, into its queue cell —
 // writer-owned memory, no allocation, nothing freed on another thread; a longer one is
 // copied into a std::string. submit(std::string&&) moves the caller's string in (no copy;
 // its buffer is freed on the I/O thread).
-class RawJsonWriter final : public JsonlRecordWriter<RawJsonText> {
+class RawJsonWriter : public JsonlRecordWriter<RawJsonText> {
 public:
     RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, RawJsonOptions raw = {});
 

@@ -1,4 +1,5 @@
-// KafkaJsonWriter: RawJsonWriter with a KafkaSink as its sink — records are JSON texts,
+// KafkaJsonWriter: a RawJsonWriter with a KafkaSink as its sink — records are JSON texts,
+// submitted through RawJsonWriter's overloads (a short text copied once into its queue cell),
 // validated and minified by RawJsonWriter's encoder (RawJsonEncoder: invalid JSON, trailing
 // garbage and, unless allow_any_value, non-objects are malformed, dropped alone), each line
 // one message (kafka_sink.hpp says how messages are keyed and how delivery is counted). Any
@@ -13,15 +14,12 @@
 // librdkafka still holds and destroys the producer; it does not wait for the brokers.
 #pragma once
 
-#include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/kafka_sink.hpp>
 #include <jsonlw/raw_json_encoder.hpp>
-#include <jsonlw/raw_json_text.hpp>
+#include <jsonlw/raw_json_writer.hpp>
 #include <jsonlw/writer_options.hpp>
 
 #include <memory>
-#include <string>
-#include <string_view>
 #include <utility>
 
 namespace jsonlw {
@@ -36,7 +34,7 @@ struct KafkaWriterOptions : WriterOptions {
     RawJsonOptions raw{};
 };
 
-class KafkaJsonWriter final : public JsonlRecordWriter<RawJsonText> {
+class KafkaJsonWriter final : public RawJsonWriter {
 public:
     KafkaJsonWriter(boost::asio::any_io_executor ex, KafkaWriterOptions opts);
     // The engine's options and the Kafka ones apart (designated initializers name only
@@ -48,22 +46,6 @@ public:
     // Stops waiting for deliveries, then the base stops the writer (the engine keeps the
     // encoder and the sink).
     ~KafkaJsonWriter() override;
-
-    // Records as RawJsonWriter takes them: a text that fits RawJsonText::inline_capacity is
-    // copied once into its queue cell, a longer one into a string; a std::string&& is moved.
-    using JsonlRecordWriter<RawJsonText>::submit;
-    SubmitResult submit(std::string_view text)
-    {
-        if (text.size() <= RawJsonText::inline_capacity)
-            return emplace(RawJsonText::fits_inline_t{}, text);
-        return JsonlRecordWriter<RawJsonText>::submit(RawJsonText(text));
-    }
-    SubmitResult submit(const std::string& text) { return submit(std::string_view(text)); }
-    SubmitResult submit(const char* text) { return submit(std::string_view(text)); }
-    SubmitResult submit(std::string&& text)
-    {
-        return JsonlRecordWriter<RawJsonText>::submit(RawJsonText(std::move(text)));
-    }
 
     const KafkaOptions& kafka_options() const noexcept { return kafka_; }
     KafkaProducerStats producer_stats() const noexcept;
