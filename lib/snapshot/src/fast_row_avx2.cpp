@@ -284,13 +284,8 @@ JSONLW_AVX2 bool row(const FastRowArgs& a, FastRowState& st) noexcept
         case RankMode::gt: b = first_pass<dt, RankMode::gt>(a, base, n, off, above, sub_max); break;
         default: b = first_pass<dt, RankMode::mixed>(a, base, n, off, above, sub_max); break;
         }
-        switch (st.lse.after_block(b.max, b.sum)) {
-        case LseState::Step::special: return false;
-        case LseState::Step::redo:
-            if (!st.lse.after_redo(exp_sum<dt>(a.p, base, n, st.lse.m_ref))) return false;
-            break;
-        case LseState::Step::keep: break;
-        }
+        const auto resum = [&](float m) noexcept { return exp_sum<dt>(a.p, base, n, m); };
+        if (!st.lse.take_block(b.max, b.sum, resum)) return false;
         if (b.max > st.top.gate()) offer_block<dt>(a.p, base, n, sub_max, st.top);
     }
     alignas(32) std::uint32_t lanes[W];
@@ -317,16 +312,14 @@ JSONLW_AVX2 double read_all(const unsigned char* p, std::int32_t vocab) noexcept
     return (sum_lanes(s[0]) + sum_lanes(s[1])) + (sum_lanes(s[2]) + sum_lanes(s[3]));
 }
 
+template <LogitDType dt>
+struct Walks {
+    static constexpr DTypeKernel walks{row<dt>, read_all<dt>, exp_sum<dt>};
+};
+
 }  // namespace
 
-const RowKernel& avx2_kernel() noexcept
-{
-    using enum LogitDType;
-    static constexpr RowKernel kernel{{row<f32>, read_all<f32>, exp_sum<f32>},
-                                      {row<f16>, read_all<f16>, exp_sum<f16>},
-                                      {row<bf16>, read_all<bf16>, exp_sum<bf16>}};
-    return kernel;
-}
+const RowKernel& avx2_kernel() noexcept { return row_kernel<Walks>; }
 
 #else  // not x86: never selected (cpu_row_path_supported says no); the portable kernel stands in
 

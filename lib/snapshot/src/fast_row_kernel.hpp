@@ -82,6 +82,18 @@ struct LseState {
         sum += block_sum;
         return true;
     }
+    // Both steps of a block, as every kernel's row takes them: false when the row must go to
+    // reference_row. resum(m_ref) sums the block again against the new m_ref (a redo only).
+    template <class Resum>
+    bool take_block(float block_max, double block_sum, Resum&& resum) noexcept
+    {
+        switch (after_block(block_max, block_sum)) {
+        case Step::special: return false;
+        case Step::redo: return after_redo(resum(m_ref));
+        case Step::keep: break;
+        }
+        return true;
+    }
 };
 
 struct FastRowState {
@@ -116,6 +128,11 @@ struct RowKernel {
         }
     }
 };
+
+// A file's table, from its Walks<dt>::walks: the DTypeKernel of its templates at dtype dt.
+template <template <LogitDType> class Walks>
+inline constexpr RowKernel row_kernel{Walks<LogitDType::f32>::walks, Walks<LogitDType::f16>::walks,
+                                      Walks<LogitDType::bf16>::walks};
 
 const RowKernel& scalar_kernel() noexcept;
 const RowKernel& avx2_kernel() noexcept;    // not x86: scalar_kernel()

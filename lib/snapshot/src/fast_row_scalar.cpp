@@ -160,13 +160,8 @@ bool row(const FastRowArgs& a, FastRowState& st) noexcept
         const std::int32_t n = a.vocab - base < fast_block ? a.vocab - base : fast_block;
         const BlockPass b = first_pass<dt>(a, base, n, st.lse.exp_offset(), above);
         if (b.nan) return false;
-        switch (st.lse.after_block(b.max, b.sum)) {
-        case LseState::Step::special: return false;
-        case LseState::Step::redo:
-            if (!st.lse.after_redo(exp_sum<dt>(a.p, base, n, st.lse.m_ref))) return false;
-            break;
-        case LseState::Step::keep: break;
-        }
+        const auto resum = [&](float m) noexcept { return exp_sum<dt>(a.p, base, n, m); };
+        if (!st.lse.take_block(b.max, b.sum, resum)) return false;
         if (b.max > st.top.gate()) offer_block<dt>(a.p, base, n, st.top);
     }
     st.above = std::uint32_t(above[0]) + std::uint32_t(above[1]) + std::uint32_t(above[2]) +
@@ -194,15 +189,13 @@ double read_all(const unsigned char* p, std::int32_t vocab) noexcept
     return sum;
 }
 
+template <LogitDType dt>
+struct Walks {
+    static constexpr DTypeKernel walks{row<dt>, read_all<dt>, exp_sum<dt>};
+};
+
 }  // namespace
 
-const RowKernel& scalar_kernel() noexcept
-{
-    using enum LogitDType;
-    static constexpr RowKernel kernel{{row<f32>, read_all<f32>, exp_sum<f32>},
-                                      {row<f16>, read_all<f16>, exp_sum<f16>},
-                                      {row<bf16>, read_all<bf16>, exp_sum<bf16>}};
-    return kernel;
-}
+const RowKernel& scalar_kernel() noexcept { return row_kernel<Walks>; }
 
 }  // namespace jsonlw::snapshot::detail

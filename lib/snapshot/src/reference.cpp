@@ -111,30 +111,25 @@ struct TopK {
     }
 };
 
-// N-lane GNU vectors (GCC and Clang): f64 holds N/2 doubles in the same N * 4 bytes, f64w
-// all N.
+// N lanes of T as a GNU vector (GCC and Clang). A typedef in a class template, because GCC
+// drops a dependent vector_size from an alias declaration.
+template <class T, int N>
+struct Vec {
+    typedef T type __attribute__((vector_size(sizeof(T) * N)));
+};
+
+// N-lane vectors: f64 holds N/2 doubles in the same N * 4 bytes, f64w all N.
 template <int N>
-struct Lanes;
-template <>
-struct Lanes<4> {
-    using u16 = std::uint16_t __attribute__((vector_size(8)));
-    using u32 = std::uint32_t __attribute__((vector_size(16)));
-    using i32 = std::int32_t __attribute__((vector_size(16)));
-    using f32 = float __attribute__((vector_size(16)));
-    using f64 = double __attribute__((vector_size(16)));
-    using f64w = double __attribute__((vector_size(32)));
-    using u64 = std::uint64_t __attribute__((vector_size(16)));
+struct Lanes {
+    using u16 = typename Vec<std::uint16_t, N>::type;
+    using u32 = typename Vec<std::uint32_t, N>::type;
+    using i32 = typename Vec<std::int32_t, N>::type;
+    using f32 = typename Vec<float, N>::type;
+    using f64 = typename Vec<double, N / 2>::type;
+    using f64w = typename Vec<double, N>::type;
+    using u64 = typename Vec<std::uint64_t, N / 2>::type;
 };
-template <>
-struct Lanes<8> {
-    using u16 = std::uint16_t __attribute__((vector_size(16)));
-    using u32 = std::uint32_t __attribute__((vector_size(32)));
-    using i32 = std::int32_t __attribute__((vector_size(32)));
-    using f32 = float __attribute__((vector_size(32)));
-    using f64 = double __attribute__((vector_size(32)));
-    using f64w = double __attribute__((vector_size(64)));
-    using u64 = std::uint64_t __attribute__((vector_size(32)));
-};
+static_assert(sizeof(Lanes<4>::u16) == 8 && sizeof(Lanes<8>::f64w) == 64);
 
 template <class To, class From>
 [[gnu::always_inline]] inline To vbits(const From& v) noexcept
