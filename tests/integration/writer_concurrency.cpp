@@ -6,7 +6,10 @@
 
 #include "common.hpp"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +44,69 @@ void watch(const W& w, const std::atomic<bool>& stop, Snapshots& out)
         std::this_thread::yield();
     }
 }
+
+// The producers and the watcher of a test: kProducers threads that each submit kPerProducer
+// records, make(p, i), once go() is called, counting what each submit returned; and a thread
+// taking snapshots (watch) until stop_watching(). The destructor lets everything run out and
+// joins.
+template <class W>
+class Producers {
+public:
+    template <class Make>
+    Producers(W& w, Make make)
+    {
+        watcher_ = std::thread([this, &w] { watch(w, stop_, snaps_); });
+        for (int p = 0; p < kProducers; ++p) {
+            threads_.emplace_back([this, &w, make, p] {
+                while (!go_.load()) std::this_thread::yield();
+                for (int i = 0; i < kPerProducer; ++i) {
+                    if (i % 64 == 63) std::this_thread::yield();  // let the drain and the watcher in
+                    ++returned_[static_cast<std::size_t>(w.submit(make(p, i)))];
+                }
+            });
+        }
+    }
+    Producers(const Producers&) = delete;
+    Producers& operator=(const Producers&) = delete;
+    ~Producers()
+    {
+        join();
+        stop_watching();
+    }
+
+    void go() { go_ = true; }
+    // Waits until every producer is done (lets them go first).
+    void join()
+    {
+        go();
+        for (auto& t : threads_)
+            if (t.joinable()) t.join();
+    }
+    void stop_watching()
+    {
+        stop_ = true;
+        if (watcher_.joinable()) watcher_.join();
+    }
+
+    const Snapshots& snapshots() const { return snaps_; }
+    long returned(SubmitResult r) const { return returned_[static_cast<std::size_t>(r)].load(); }
+    // Submits that returned none of `expected`.
+    long returned_other_than(std::initializer_list<SubmitResult> expected) const
+    {
+        long n = 0;
+        for (std::size_t r = 0; r < returned_.size(); ++r)
+            if (std::find(expected.begin(), expected.end(), SubmitResult(r)) == expected.end())
+                n += returned_[r].load();
+        return n;
+    }
+
+private:
+    std::atomic<bool> go_{false}, stop_{false};
+    std::array<std::atomic<long>, 4> returned_{};  // by SubmitResult
+    Snapshots snaps_;
+    std::vector<std::thread> threads_;
+    std::thread watcher_;
+};
 
 // Checks the file against the final stats: `written` lines, each valid JSON, each producer's
 // ids increasing. Returns a description of the first problem, or "".
@@ -80,33 +146,18 @@ TEST_CASE("4 producers, 200,000 records, 1,024 slots, 1 and 4 serializer threads
     w.declare_concurrent();
     h.start(w);
 
-    std::atomic<bool> go{false}, stop{false};
-    std::atomic<long> accepted{0}, refused{0}, other{0};
-    Snapshots snaps;
-    std::thread watcher([&] { watch(w, stop, snaps); });
-    std::vector<std::thread> producers;
-    for (int p = 0; p < kProducers; ++p) {
-        producers.emplace_back([&, p] {
-            while (!go.load()) std::this_thread::yield();
-            for (int i = 0; i < kPerProducer; ++i) {
-                Rec r = rec(p * 1'000'000 + i, "producer " + std::to_string(p));
-                r.value = i * 0.25;
-                if (i % 64 == 63) std::this_thread::yield();  // let the drain and the watcher in
-                switch (w.submit(std::move(r))) {
-                case SubmitResult::accepted: ++accepted; break;
-                case SubmitResult::dropped_queue_full: ++refused; break;
-                default: ++other; break;
-                }
-            }
-        });
-    }
+    Producers producers(w, [](int p, int i) {
+        Rec r = rec(p * 1'000'000 + i, "producer " + std::to_string(p));
+        r.value = i * 0.25;
+        return r;
+    });
+    const Snapshots& snaps = producers.snapshots();
     REQUIRE(wait_until([&] { return snaps.taken.load() > 0; }));
-    go = true;
-    for (auto& t : producers) t.join();
+    producers.go();
+    producers.join();
     const long during = snaps.taken.load();
     flush(w);
-    stop = true;
-    watcher.join();
+    producers.stop_watching();
 
     // (Catch's INFO is not thread-safe: only once the watcher, which uses it, is gone.)
     INFO("serializer_threads = " << serializers);
@@ -115,13 +166,13 @@ TEST_CASE("4 producers, 200,000 records, 1,024 slots, 1 and 4 serializer threads
     CHECK(during > 1);
     CHECK(snaps.broken.load() == 0);
     CHECK(snaps.backwards.load() == 0);
-    CHECK(other.load() == 0);
+    CHECK(producers.returned_other_than({SubmitResult::accepted, SubmitResult::dropped_queue_full}) == 0);
     CHECK(s.submitted == std::uint64_t{kProducers} * kPerProducer);
     CHECK(s.submitted == s.written + s.dropped.total() + s.unknown + s.pending);
     CHECK(s.pending == 0);
     CHECK(s.unknown == 0);
-    CHECK(s.written == static_cast<std::uint64_t>(accepted.load()));
-    CHECK(s.dropped.queue_full == static_cast<std::uint64_t>(refused.load()));
+    CHECK(s.written == static_cast<std::uint64_t>(producers.returned(SubmitResult::accepted)));
+    CHECK(s.dropped.queue_full == static_cast<std::uint64_t>(producers.returned(SubmitResult::dropped_queue_full)));
     CHECK(s.dropped.total() == s.dropped.queue_full);
 
     std::vector<std::uint64_t> per_producer;
@@ -145,47 +196,30 @@ TEST_CASE("a close racing with producers: every submit is accepted or closed, ev
     TestWriter w(h.executor(), o);
     h.start(w);
 
-    std::atomic<bool> go{false}, stop{false};
-    std::atomic<long> accepted{0}, closed{0}, full{0}, other{0};
-    Snapshots snaps;
-    std::thread watcher([&] { watch(w, stop, snaps); });
-    std::vector<std::thread> producers;
-    for (int p = 0; p < kProducers; ++p) {
-        producers.emplace_back([&, p] {
-            while (!go.load()) std::this_thread::yield();
-            for (int i = 0; i < kPerProducer; ++i) {
-                if (i % 64 == 63) std::this_thread::yield();
-                switch (w.submit(rec(p * 1'000'000 + i))) {
-                case SubmitResult::accepted: ++accepted; break;
-                case SubmitResult::closed: ++closed; break;
-                case SubmitResult::dropped_queue_full: ++full; break;
-                default: ++other; break;
-                }
-            }
-        });
-    }
-    go = true;
+    Producers producers(w, [](int p, int i) { return rec(p * 1'000'000 + i); });
+    const Snapshots& snaps = producers.snapshots();
+    producers.go();
     REQUIRE(wait_until([&] { return w.stats().submitted >= 20'000; }));
     const auto report = close(w);
-    for (auto& t : producers) t.join();
-    stop = true;
-    watcher.join();
+    producers.join();
+    producers.stop_watching();
 
     CHECK(report.drained);
     CHECK(report.stats.pending == 0);
     CHECK(invariant_holds(report.stats));
     CHECK(snaps.broken.load() == 0);
     CHECK(snaps.backwards.load() == 0);
-    CHECK(other.load() == 0);
+    CHECK(producers.returned_other_than({SubmitResult::accepted, SubmitResult::closed,
+                                         SubmitResult::dropped_queue_full}) == 0);
 
     const auto s = w.stats();
     INFO("stats: " << s);
     CHECK(s.submitted == std::uint64_t{kProducers} * kPerProducer);
     CHECK(invariant_holds(s));
     CHECK(s.pending == 0);
-    CHECK(s.written == static_cast<std::uint64_t>(accepted.load()));  // close drained them all
-    CHECK(s.dropped.closed == static_cast<std::uint64_t>(closed.load()));
-    CHECK(s.dropped.queue_full == static_cast<std::uint64_t>(full.load()));
+    CHECK(s.written == static_cast<std::uint64_t>(producers.returned(SubmitResult::accepted)));  // close drained them all
+    CHECK(s.dropped.closed == static_cast<std::uint64_t>(producers.returned(SubmitResult::closed)));
+    CHECK(s.dropped.queue_full == static_cast<std::uint64_t>(producers.returned(SubmitResult::dropped_queue_full)));
     CHECK(s.written == report.stats.written);
     std::vector<std::uint64_t> per_producer;
     CHECK(check_file(w.file_path(), s, per_producer) == "");

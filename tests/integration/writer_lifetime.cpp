@@ -15,85 +15,80 @@ using namespace jsonlw_test;
 using jsonlw::SubmitResult;
 
 namespace {
+
 constexpr int kRounds = 200;
-}
+
+// A scenario's repetitions: each round gets a fresh IoRunner (started or not, as the round
+// chooses), which is destroyed as the round ends, after the round's writer.
+struct Rounds {
+    template <class Round>
+    void run(int rounds, Round round)
+    {
+        for (int r = 0; r < rounds; ++r) {
+            auto loop = std::make_unique<IoRunner>();
+            round(r, *loop);
+            loop.reset();
+        }
+        SUCCEED("no crash, no hang");
+    }
+
+    TempDir dir;
+    LogCapture logs;
+    jsonlw::WriterOptions options = test_options(dir.path(), logs);
+};
+
+}  // namespace
 
 TEST_CASE("a writer destroyed before its io_context ever ran leaves nothing that touches the context afterwards",
           "[integration][shutdown][lifetime]")
 {
-    TempDir dir;
-    LogCapture logs;
-    auto o = test_options(dir.path(), logs);
-    for (int round = 0; round < kRounds; ++round) {
-        auto loop = std::make_unique<IoRunner>();
+    Rounds rounds;
+    rounds.run(kRounds, [&](int, IoRunner& loop) {
         {
-            TestWriter w(loop->executor(), o);
+            TestWriter w(loop.executor(), rounds.options);
             w.start();
             for (int i = 0; i < 10; ++i) w.submit(rec(i));
         }
         // The context runs briefly after the writer is gone, then is destroyed.
-        loop->start();
-        loop->stop();
-        loop.reset();
-    }
-    SUCCEED("no crash, no hang");
+        loop.start();
+        loop.stop();
+    });
 }
 
 TEST_CASE("a writer that was never started, destroyed before its io_context, leaves nothing behind",
           "[integration][shutdown][lifetime]")
 {
-    TempDir dir;
-    LogCapture logs;
-    auto o = test_options(dir.path(), logs);
-    for (int round = 0; round < kRounds; ++round) {
-        auto loop = std::make_unique<IoRunner>();
-        if (round % 2) loop->start();
-        {
-            TestWriter w(loop->executor(), o);
-            w.submit(rec(1));
-        }
-        loop.reset();
-    }
-    SUCCEED("no crash, no hang");
+    Rounds rounds;
+    rounds.run(kRounds, [&](int round, IoRunner& loop) {
+        if (round % 2) loop.start();
+        TestWriter w(loop.executor(), rounds.options);
+        w.submit(rec(1));
+    });
 }
 
 TEST_CASE("a writer destroyed while its loop runs, with the loop destroyed right after, leaves nothing behind",
           "[integration][shutdown][lifetime]")
 {
-    TempDir dir;
-    LogCapture logs;
-    auto o = test_options(dir.path(), logs);
-    o.queue_capacity = 4096;
-    for (int round = 0; round < kRounds; ++round) {
-        auto loop = std::make_unique<IoRunner>();
-        loop->start();
-        {
-            TestWriter w(loop->executor(), o);
-            w.start();
-            for (int i = 0; i < (round % 2 ? 3000 : 50); ++i) w.submit(rec(i));
-        }
-        loop.reset();
-    }
-    SUCCEED("no crash, no hang");
+    Rounds rounds;
+    rounds.options.queue_capacity = 4096;
+    rounds.run(kRounds, [&](int round, IoRunner& loop) {
+        loop.start();
+        TestWriter w(loop.executor(), rounds.options);
+        w.start();
+        for (int i = 0; i < (round % 2 ? 3000 : 50); ++i) w.submit(rec(i));
+    });
 }
 
 TEST_CASE("a writer that was closed, then destroyed, with the loop destroyed right after, leaves nothing behind",
           "[integration][shutdown][lifetime]")
 {
-    TempDir dir;
-    LogCapture logs;
-    auto o = test_options(dir.path(), logs);
-    for (int round = 0; round < kRounds / 4; ++round) {
-        auto loop = std::make_unique<IoRunner>();
-        loop->start();
-        {
-            TestWriter w(loop->executor(), o);
-            w.start();
-            for (int i = 0; i < 50; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-            const auto report = close(w);
-            REQUIRE(report.drained);
-        }
-        loop.reset();
-    }
-    SUCCEED("no crash, no hang");
+    Rounds rounds;
+    rounds.run(kRounds / 4, [&](int, IoRunner& loop) {
+        loop.start();
+        TestWriter w(loop.executor(), rounds.options);
+        w.start();
+        for (int i = 0; i < 50; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+        const auto report = close(w);
+        REQUIRE(report.drained);
+    });
 }

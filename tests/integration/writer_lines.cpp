@@ -20,11 +20,6 @@ using jsonlw::SubmitResult;
 
 namespace {
 
-std::string line_of(int id, const std::string& text, const std::string& value = "0.0")
-{
-    return R"({"id":)" + std::to_string(id) + R"(,"text":")" + text + R"(","value":)" + value + "}";
-}
-
 std::string hostname()
 {
     char buf[HOST_NAME_MAX + 1] = {};
@@ -32,12 +27,7 @@ std::string hostname()
     return buf;
 }
 
-Rec malformed(int id)
-{
-    Rec r = rec(id);
-    r.throw_malformed = true;
-    return r;
-}
+Rec malformed(int id) { return failing(id, &Rec::throw_malformed); }
 
 }  // namespace
 

@@ -19,35 +19,10 @@ using jsonlw::SubmitResult;
 
 namespace {
 
-std::string line_of(int id, const std::string& text, const std::string& value = "0.0")
-{
-    return R"({"id":)" + std::to_string(id) + R"(,"text":")" + text + R"(","value":)" + value + "}";
-}
-
-Rec malformed(int id)
-{
-    Rec r = rec(id);
-    r.throw_malformed = true;
-    return r;
-}
-Rec buggy(int id)
-{
-    Rec r = rec(id);
-    r.throw_other = true;
-    return r;
-}
-Rec key_error(int id)
-{
-    Rec r = rec(id);
-    r.throw_key_error = true;
-    return r;
-}
-Rec layout_bug(int id)
-{
-    Rec r = rec(id);
-    r.fail_write_batch = true;
-    return r;
-}
+Rec malformed(int id) { return failing(id, &Rec::throw_malformed); }
+Rec buggy(int id) { return failing(id, &Rec::throw_other); }
+Rec key_error(int id) { return failing(id, &Rec::throw_key_error); }
+Rec layout_bug(int id) { return failing(id, &Rec::fail_write_batch); }
 
 }  // namespace
 

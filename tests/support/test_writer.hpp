@@ -75,6 +75,20 @@ inline Rec rec(int id, std::string text = "", double value = 0)
     return r;
 }
 
+// rec(id) with one of its failure switches on: failing(3, &Rec::throw_malformed).
+inline Rec failing(int id, bool Rec::*how)
+{
+    Rec r = rec(id);
+    r.*how = true;
+    return r;
+}
+
+// The line TestEncoder writes for rec(id, text) with its value as JSON spells it.
+inline std::string line_of(int id, const std::string& text, const std::string& value = "0.0")
+{
+    return R"({"id":)" + std::to_string(id) + R"(,"text":")" + text + R"(","value":)" + value + "}";
+}
+
 class TestEncoder : public jsonlw::RecordEncoder<Rec> {
 public:
     // Threads serialize() ran on.
