@@ -37,7 +37,7 @@ int main()
     auto guard = boost::asio::make_work_guard(io);
     std::thread loop([&] { io.run(); });
 
-    auto file = std::make_shared<jsonlw::FileSink>(jsonlw::FileSinkOptions{.rotate_bytes = 1 << 20});
+    auto file = std::make_shared<jsonlw::FileSink>(jsonlw::FileSinkOptions{.rotation = {.rotate_bytes = 1 << 20}});
     auto counter = std::make_shared<CountingSink>();
     // The first branch is the record of truth: the writer counts what the file got.
     auto tee = std::make_shared<jsonlw::TeeSink>(

@@ -21,7 +21,7 @@ int main()
     // Files of at most 4 KiB; of the closed ones, the newest 3 stay (the open file is never
     // touched). retain_bytes and retain_age bound the same files by size and by age.
     auto file = std::make_shared<jsonlw::FileSink>(jsonlw::FileSinkOptions{
-        .rotate_bytes = 4096, .retention = {.retain_files = 3}});
+        .rotation = {.rotate_bytes = 4096, .retention = {.retain_files = 3}}});
     jsonlw::RawJsonWriter w(io.get_executor(), {.directory = dir, .stem = "events", .queue_capacity = 4096, .sink = file});
     w.start();
     for (int i = 0; i < 3000; ++i) w.submit(jsonlw::RawJsonText("{\"i\":" + std::to_string(i) + "}"));

@@ -67,7 +67,7 @@ TEST_CASE("The envelope numbers every record: max(seq)+1-count(*) equals the dro
     Harness h;
     auto o = h.options();
     o.envelope = true;
-    o.rotate_bytes = 300;
+    o.rotation.rotate_bytes = 300;
     o.queue_capacity = 8;
     o.overflow = jsonlw::Overflow::drop_oldest;
     TestWriter w(h.executor(), o);

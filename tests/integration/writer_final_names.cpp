@@ -24,7 +24,7 @@ TEST_CASE("A writer destroyed without async_close() still gives its file the fin
     Harness h;
     {
         auto o = h.options();
-        o.rotate_bytes = 1 << 20;
+        o.rotation.rotate_bytes = 1 << 20;
         TestWriter w(h.executor(), o);
         h.start(w);
         for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
@@ -56,7 +56,7 @@ TEST_CASE("start() renames the .open files a crashed process of this stem and ho
     for (const auto& n : {dead, live, other, stem}) write_file(h.dir / n, "{\"id\":1}\n");
 
     auto o = h.options();
-    o.rotate_bytes = 1 << 20;
+    o.rotation.rotate_bytes = 1 << 20;
     TestWriter w(h.executor(), o);
     h.start(w);
     INFO(h.logs.dump());

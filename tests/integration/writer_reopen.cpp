@@ -51,7 +51,7 @@ TEST_CASE("async_reopen() with the open suffix completes once the file is rename
 {
     Harness h;
     auto o = h.options();
-    o.open_suffix = ".open";  // numbered files and the suffix, without automatic rotation
+    o.rotation.open_suffix = ".open";  // numbered files and the suffix, without automatic rotation
     TestWriter w(h.executor(), o);
     h.start(w);
     for (int i = 0; i < 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
@@ -105,7 +105,7 @@ TEST_CASE("A rename the filesystem refuses keeps the records in the .open file, 
     Harness h;
     auto seam = std::make_shared<RenameFails>(EACCES);
     auto o = h.options();
-    o.open_suffix = ".open";
+    o.rotation.open_suffix = ".open";
     o.file_io = seam;
     TestWriter w(h.executor(), o);
     h.start(w);
@@ -138,7 +138,7 @@ TEST_CASE("async_reopen() reports the rename's error to its caller", "[integrati
     Harness h;
     auto seam = std::make_shared<RenameFails>(EXDEV);
     auto o = h.options();
-    o.open_suffix = ".open";
+    o.rotation.open_suffix = ".open";
     o.file_io = seam;
     TestWriter w(h.executor(), o);
     h.start(w);

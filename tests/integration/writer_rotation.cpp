@@ -27,7 +27,7 @@ TEST_CASE("Rotating 50 times under load from two threads leaves every record in 
 {
     Harness h;
     auto o = h.options();
-    o.rotate_bytes = 4096;
+    o.rotation.rotate_bytes = 4096;
     o.overflow = jsonlw::Overflow::block;
     o.block_timeout = std::chrono::seconds(10);
     o.queue_capacity = 256;
@@ -113,7 +113,7 @@ TEST_CASE("rotate_bytes splits a batch at line boundaries: no file exceeds it, a
 {
     Harness h;
     auto o = h.options();
-    o.rotate_bytes = 100;
+    o.rotation.rotate_bytes = 100;
     o.batch_records = 64;
     TestWriter w(h.executor(), o);
     // Queued before start(): the first batch holds all of them.
@@ -150,7 +150,7 @@ TEST_CASE("rotate_interval closes an idle file on time: it is renamed to .jsonl 
 {
     Harness h;
     auto o = h.options();
-    o.rotate_interval = std::chrono::milliseconds(200);
+    o.rotation.rotate_interval = std::chrono::milliseconds(200);
     TestWriter w(h.executor(), o);
     h.start(w);
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);

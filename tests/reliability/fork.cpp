@@ -132,7 +132,7 @@ TEST_CASE("after fork() a child closing or reopening its inherited rotating writ
     asio::io_context loop, io;
     auto o = test_options(dir.path(), logs);
     o.io_executor = io.get_executor();
-    o.open_suffix = ".open";
+    o.rotation.open_suffix = ".open";
     TestWriter w(loop.get_executor(), o);
     w.start();
     for (int i = 0; i < 3; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
@@ -184,7 +184,7 @@ TEST_CASE("after fork() a child's inherited size-rotating writer, whose file is 
     asio::io_context loop, io;
     auto o = test_options(dir.path(), logs);
     o.io_executor = io.get_executor();
-    o.rotate_bytes = 50;  // one ~33-byte line fits, two do not
+    o.rotation.rotate_bytes = 50;  // one ~33-byte line fits, two do not
     TestWriter w(loop.get_executor(), o);
     w.start();
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);

@@ -30,8 +30,8 @@ int main(int argc, char** argv)
     jsonlw::RawJsonWriter writer(io.get_executor(),
                                  {.directory = argc > 1 ? argv[1] : "records",
                                   .stem = "requests",
-                                  .rotate_bytes = 64 << 20,  // at most 64 MiB a file
-                                  .rotate_interval = 10min,  // and at most 10 minutes old
+                                  .rotation = {.rotate_bytes = 64 << 20,  // at most 64 MiB a file
+                                               .rotate_interval = 10min},  // at most 10 min old
                                   .envelope = true});        // {"seq":N,"writer":"…",…}
     writer.start();
 

@@ -98,7 +98,7 @@ int main(int argc, char** argv)
                              .batch_records = 4,
                              .overflow = jsonlw::Overflow::drop_oldest,
                              .log = errors_only,
-                             .rotate_bytes = 1024,
+                             .rotation = {.rotate_bytes = 1024},
                              .envelope = true});
     // Writer 2: in a subfolder (loaders glob recursively), a roomy queue, malformed lines.
     jsonlw::RawJsonWriter b(io.get_executor(),
@@ -106,7 +106,7 @@ int main(int argc, char** argv)
                              .stem = "metrics",
                              .subject = "metrics",
                              .log = errors_only,
-                             .rotate_bytes = 8192,
+                             .rotation = {.rotate_bytes = 8192},
                              .envelope = true});
     // Writer 3: a queue of 16 that refuses the newest record (queue_full, as the perf-metrics
     // writer does): refusals are numbered too, as seq gaps.
@@ -117,7 +117,7 @@ int main(int argc, char** argv)
                              .queue_capacity = 16,
                              .batch_records = 4,
                              .log = errors_only,
-                             .rotate_bytes = 2048,
+                             .rotation = {.rotate_bytes = 2048},
                              .envelope = true});
     a.start();
     b.start();

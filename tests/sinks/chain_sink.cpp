@@ -121,7 +121,7 @@ TEST_CASE("ChainSink over a rotating FileSink records each file's open and close
 {
     SinkRig rig;
     // Two 9-byte lines fit in 200 bytes once sealed (85 bytes each), a third does not.
-    auto file = std::make_shared<FileSink>(FileSinkOptions{.rotate_bytes = 200});
+    auto file = std::make_shared<FileSink>(FileSinkOptions{.rotation = {.rotate_bytes = 200}});
     ChainSink chain(file, ChainMode::sha256);
     rig.start(chain);
     REQUIRE(rig.put(chain, {}, 0, 5).records_written == 5);  // rotates in the group
@@ -199,7 +199,7 @@ TEST_CASE("A manifest that cannot be written costs no record: the failure is log
 {
     SinkRig rig;
     std::filesystem::create_directory(rig.dir.path() / "t.chain");  // open(O_WRONLY) fails
-    auto file = std::make_shared<FileSink>(FileSinkOptions{.rotate_bytes = 200});
+    auto file = std::make_shared<FileSink>(FileSinkOptions{.rotation = {.rotate_bytes = 200}});
     ChainSink chain(file, ChainMode::sha256);
     rig.start(chain);
     REQUIRE(rig.put(chain, {}, 0, 5).records_written == 5);

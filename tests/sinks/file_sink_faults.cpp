@@ -25,11 +25,11 @@ TEST_CASE("A file removed between batches is noticed at the next one, which goes
     FileSink sink;
     rig.start(sink);
     CHECK(rig.put(sink, {}, 0, 3).records_written == 3);
-    REQUIRE(fs::remove(sink.path()));
+    REQUIRE(fs::remove(sink.file_path()));
 
     const AppendResult r = rig.put(sink, {}, 3, 2);
     CHECK(r.records_written == 2);
-    CHECK(read_file(sink.path()) == numbered(3, 2));
+    CHECK(read_file(sink.file_path()) == numbered(3, 2));
     const FileSinkCounters c = sink.counters();
     CHECK(c.reopened_removed == 1);
     CHECK(c.records_removed == 3);  // counted written, then removed with the file
@@ -104,7 +104,7 @@ TEST_CASE("A FileSink that rotates notices a removed open file too, and its seal
           "[sinks][faults]")
 {
     SinkRig rig;
-    FileSink sink(FileSinkOptions{.rotate_bytes = 40});  // four 9-byte lines per file
+    FileSink sink(FileSinkOptions{.rotation = {.rotate_bytes = 40}});  // four 9-byte lines per file
     rig.start(sink);
     CHECK(rig.put(sink, {}, 0, 4).records_written == 4);  // file 0
     CHECK(rig.put(sink, {}, 4, 2).records_written == 2);  // file 1 (.open)
@@ -135,11 +135,11 @@ TEST_CASE("A disk that fills up in the middle of a batch leaves the file as it w
     CHECK(r.records_unknown == 0);
     CHECK(r.records_failed == 3);  // cut off again: surely not on disk
     CHECK(r.landed == 0);
-    CHECK(read_file(sink.path()) == numbered(0, 2));
+    CHECK(read_file(sink.file_path()) == numbered(0, 2));
     CHECK(sink.counters().appends_rolled_back == 1);
 
     CHECK(rig.put(sink, {}, 5, 2).records_written == 2);
-    CHECK(read_file(sink.path()) == numbered(0, 2) + numbered(5, 2));
+    CHECK(read_file(sink.file_path()) == numbered(0, 2) + numbered(5, 2));
 }
 
 TEST_CASE("Under fsync_batch a batch cut off by ENOSPC is rolled back too, and one whose fsync fails stays (unknown)",

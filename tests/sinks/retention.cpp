@@ -50,7 +50,7 @@ TEST_CASE("retain_files keeps the newest N closed files of a size-rotated FileSi
 {
     SinkRig rig;
     // One 9-byte line per file (a second does not fit in 10 bytes).
-    FileSink sink(FileSinkOptions{.rotate_bytes = 10, .retention = {.retain_files = 2}});
+    FileSink sink(FileSinkOptions{.rotation = {.rotate_bytes = 10, .retention = {.retain_files = 2}}});
     rig.start(sink);
     for (int i = 0; i < 6; ++i) CHECK(rig.put(sink, {}, i, 1).records_written == 1);
     // Five closed (0..4), one open (5): closed 0, 1, 2 are deleted.
@@ -84,7 +84,7 @@ TEST_CASE("retain_bytes keeps at most B bytes of closed files, oldest deleted fi
     write_file(rig.dir / "someone-else.jsonl", numbered(100, 10));
     // Files of four lines (ids 0-9: 9 bytes a line, 10-19: 10 bytes); keep at most 80
     // bytes of them: the last two (40 + 40).
-    FileSink sink(FileSinkOptions{.rotate_bytes = 40, .retention = {.retain_bytes = 80}});
+    FileSink sink(FileSinkOptions{.rotation = {.rotate_bytes = 40, .retention = {.retain_bytes = 80}}});
     rig.start(sink);
     for (int i = 0; i < 5; ++i) CHECK(rig.put(sink, {}, 4 * i, 4).records_written == 4);
     sink.close(false);
@@ -104,8 +104,8 @@ TEST_CASE("retain_age deletes closed files once they have been closed that long,
           "[sinks][retention]")
 {
     SinkRig rig;
-    FileSink sink(FileSinkOptions{.rotate_interval = std::chrono::milliseconds(1),
-                                  .retention = {.retain_age = std::chrono::milliseconds(1)}});
+    FileSink sink(FileSinkOptions{.rotation = {.rotate_interval = std::chrono::milliseconds(1),
+                                               .retention = {.retain_age = std::chrono::milliseconds(1)}}});
     rig.start(sink);
     CHECK(rig.put(sink, {}, 0, 3).records_written == 3);
     REQUIRE(tick_due(sink));  // the file's rotation
@@ -176,7 +176,7 @@ TEST_CASE("A sealed file that someone else removed is counted as removed when th
           "[sinks][retention]")
 {
     SinkRig rig;
-    FileSink sink(FileSinkOptions{.rotate_bytes = 10});
+    FileSink sink(FileSinkOptions{.rotation = {.rotate_bytes = 10}});
     rig.start(sink);
     for (int i = 0; i < 3; ++i) CHECK(rig.put(sink, {}, i, 1).records_written == 1);
     REQUIRE(fs::remove(sink.files().front()));

@@ -360,7 +360,7 @@ TEST_CASE("A rotating FileSink under an open suffix passes the sink conformance 
           "[sinks][conformance]")
 {
     const ConformanceReport r = check_sink([] {
-        return std::make_shared<FileSink>(FileSinkOptions{.rotate_bytes = 300});
+        return std::make_shared<FileSink>(FileSinkOptions{.rotation = {.rotate_bytes = 300}});
     });
     INFO(r.to_string());
     CHECK(r.ok());

@@ -76,7 +76,7 @@ struct RetainedRun {
         write_records(h, h.dir.path(), 0, 24, [](WriterOptions& o) {
             o.chain = ChainMode::sha256;
             o.sink = std::make_shared<FileSink>(
-                FileSinkOptions{.rotate_bytes = 450, .retention = {.retain_files = 2}});
+                FileSinkOptions{.rotation = {.rotate_bytes = 450, .retention = {.retain_files = 2}}});
         });
     }
     // A copy of the directory to damage.

@@ -138,10 +138,10 @@ public:
               PartitionedFileSinkOptions{.retention = demo_retention(o)})),
           trace_sink_(std::make_shared<PartitionedFileSink>(
               PartitionedFileSinkOptions{.retention = demo_retention(o)})),
-          perf_sink_(std::make_shared<FileSink>(FileSinkOptions{
+          perf_sink_(std::make_shared<FileSink>(FileSinkOptions{.rotation = {
               .rotate_bytes = o.rotate_bytes,
               .rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms),
-              .retention = demo_retention(o)})),
+              .retention = demo_retention(o)}})),
           raw_(loop_.get_executor(), demo_raw_options(o, file_io(), teed("raw_output", raw_sink_))),
           trace_(loop_.get_executor(),
                  demo_trace_options(o, file_io(), teed("request_trace", trace_sink_))),

@@ -28,10 +28,10 @@ ServeWriters::ServeWriters(const boost::asio::any_io_executor& ex, const tools::
           PartitionedFileSinkOptions{.retention = tools::demo_retention(o)})),
       trace_sink_(std::make_shared<PartitionedFileSink>(
           PartitionedFileSinkOptions{.retention = tools::demo_retention(o)})),
-      perf_sink_(std::make_shared<FileSink>(FileSinkOptions{
+      perf_sink_(std::make_shared<FileSink>(FileSinkOptions{.rotation = {
           .rotate_bytes = o.rotate_bytes,
           .rotate_interval = std::chrono::milliseconds(o.rotate_interval_ms),
-          .retention = tools::demo_retention(o)})),
+          .retention = tools::demo_retention(o)}})),
       raw_(ex, paced(tools::demo_raw_options(o, nullptr, raw_sink_), flush)),
       trace_(ex, paced(tools::demo_trace_options(o, nullptr, trace_sink_), flush)),
       perf_(ex, o.out / "perf_metrics", "server",

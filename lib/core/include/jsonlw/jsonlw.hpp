@@ -27,6 +27,9 @@
 #include <jsonlw/sinks/memory_sink.hpp>
 #include <jsonlw/sinks/otlp_sink.hpp>
 #include <jsonlw/sinks/partitioned_file_sink.hpp>
+#include <jsonlw/sinks/path_router_sink.hpp>
+#include <jsonlw/sinks/retention.hpp>
+#include <jsonlw/sinks/rotation.hpp>
 #include <jsonlw/sinks/sink_decorator.hpp>
 #include <jsonlw/sinks/sink_stack.hpp>
 #include <jsonlw/sinks/tee_sink.hpp>

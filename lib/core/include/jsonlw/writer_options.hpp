@@ -8,6 +8,7 @@
 #include <jsonlw/otlp_options.hpp>
 #include <jsonlw/overflow.hpp>
 #include <jsonlw/sinks/line_sink.hpp>
+#include <jsonlw/sinks/rotation.hpp>
 #include <jsonlw/writer_messages.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -72,21 +73,11 @@ struct WriterOptions {
     std::chrono::microseconds idle_poll{1000};
 
     // --- Files for shippers and loaders (docs/shipping.md) ---
-    // Rotation applies to the default layout (one file per writer); a write_batch() override
-    // with a layout of its own (the raw-output and request-trace writers) ignores it.
-    // Rotate once the file holds this many bytes (0: never). A batch is split at line
-    // boundaries so that no file exceeds it; a single longer line gets a file of its own.
-    std::uint64_t rotate_bytes = 0;
-    // Rotate once the file has been open this long, whether records arrive or not (0: never).
-    std::chrono::milliseconds rotate_interval{0};
-    // The suffix the file being written carries until it is closed or rotated, when a rename
-    // drops it ("….jsonl.open" -> "….jsonl"): loaders that glob *.jsonl never read a file
-    // still being written. Default (nullopt): ".open" when rotate_bytes or rotate_interval
-    // is set, none otherwise. With a suffix or rotation, files are numbered:
-    // <stem>-<host>-<pid>-<UTC at open>-<000000, 000001, …>.jsonl. start() also renames the
-    // files of this stem and host that a process no longer running left with the suffix (a
-    // crash), so they get shipped too.
-    std::optional<std::string> open_suffix{};
+    // The default layout's file over time: rotate_bytes, rotate_interval, open_suffix and
+    // retention (Rotation says each; default: one file, never rotated, nothing deleted). The
+    // FileSink the writer makes without a `sink` gets it; a write_batch() override with a
+    // layout of its own, or a sink given here, ignores it (a FileSink given takes its own).
+    Rotation rotation{};
     // Begin every line with {"seq":N,"writer":"<host>-<pid>-<generation>", …}. seq numbers
     // every record the writer counted, written or dropped: a record's queue position plus
     // the queue_full refusals counted before its batch was taken (strictly increasing in
@@ -108,7 +99,7 @@ struct WriterOptions {
 
     // --- Where lines go (docs/sinks.md) ---
     // The writer's destination. Default (null): a FileSink made from directory, stem and
-    // the rotation fields above. Any LineSink — a PartitionedFileSink, a KafkaSink, a
+    // `rotation` above. Any LineSink — a PartitionedFileSink, a KafkaSink, a
     // TeeSink of several, a MemorySink in tests — takes every line instead. With a sink the
     // directory may be empty (the writer is then not inert; a sink that writes files needs
     // one). One writer per sink.

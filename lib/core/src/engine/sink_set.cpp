@@ -6,6 +6,7 @@
 
 #include "accounting.hpp"
 
+#include <jsonlw/sinks/path_router_sink.hpp>
 #include <jsonlw/sinks/sink_stack.hpp>
 
 #include <fmt/format.h>
@@ -17,25 +18,15 @@ namespace jsonlw::detail {
 
 std::error_code SinkSet::start(const SinkContext& ctx)
 {
-    // The stack in its one order (sinks/sink_stack.hpp): destination, chain, OTLP encoding.
-    std::shared_ptr<LineSink> destination = make_destination(opts_);
-    file_sink_ = dynamic_cast<FileSink*>(destination.get());  // file_path(), files_closed()
-    sink_ = destination;  // what describe() names, whatever follows
     try {
-        sink_ = with_format(with_chain(std::move(destination), opts_), opts_);
+        sink_ = make_sink_stack(opts_);
     } catch (const std::exception& e) {
+        sink_ = make_destination(opts_);  // what describe() names
         ctx.write_log(LogLevel::error,
                       fmt::format("Invalid {} JSONL chain options: {}", ctx.subject, e.what()));
         return std::make_error_code(std::errc::invalid_argument);
     }
-    std::error_code ec = sink_->start(ctx);
-    if (!ec) {
-        SinkContext paths_ctx = ctx;
-        paths_ctx.directory.clear();  // append(path, …) names its files itself
-        // paths_ is a member: the OtlpSink in front of it does not own it.
-        paths_front_ = with_format(std::shared_ptr<LineSink>(std::shared_ptr<void>(), &paths_), opts_);
-        ec = paths_front_->start(paths_ctx);
-    }
+    const std::error_code ec = sink_->start(ctx);
     if (!ec) {
         started_ = true;
         started_once_ = true;
@@ -45,7 +36,7 @@ std::error_code SinkSet::start(const SinkContext& ctx)
 
 std::filesystem::path SinkSet::file_path() const
 {
-    return file_sink_ ? file_sink_->path() : std::filesystem::path{};
+    return sink_ ? sink_->file_path() : std::filesystem::path{};
 }
 
 AppendResult SinkSet::write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept
@@ -80,21 +71,33 @@ AppendResult SinkSet::write_to(LineSink& to, std::string_view key, const Lines& 
     return r;
 }
 
+AppendResult SinkSet::unwritten(const Lines& lines, std::error_code ec) noexcept
+{
+    AppendResult r;
+    r.ec = ec;
+    r.records_failed = lines.records;
+    accounting_.count_unwritten(lines.records);
+    return r;
+}
+
 AppendResult SinkSet::write_lines(std::string_view key, const Lines& lines) noexcept
 {
-    if (!started_) {  // after close's last hook: nowhere to write
-        AppendResult r;
-        r.ec = std::make_error_code(std::errc::bad_file_descriptor);
-        r.records_failed = lines.records;
-        accounting_.count_unwritten(lines.records);
-        return r;
-    }
+    // After close's last hook: nowhere to write.
+    if (!started_) return unwritten(lines, std::make_error_code(std::errc::bad_file_descriptor));
     return write_to(*sink_, key, lines);
 }
 
 AppendResult SinkSet::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
-    return write_to(paths_front_ ? *paths_front_ : paths_, path.native(), lines);
+    std::string key;
+    try {
+        key = PathRouterSink::path_key(path);
+    } catch (const std::filesystem::filesystem_error& e) {  // no working directory
+        return unwritten(lines, e.code());
+    } catch (...) {
+        return unwritten(lines, std::make_error_code(std::errc::not_enough_memory));
+    }
+    return write_lines(key, lines);
 }
 
 void SinkSet::after_batch() noexcept
@@ -104,9 +107,7 @@ void SinkSet::after_batch() noexcept
 
 void SinkSet::sync() noexcept
 {
-    std::error_code ec = sink_ && started_ ? sink_->sync() : std::error_code{};
-    if (const std::error_code p = started_ ? paths_.sync() : std::error_code{}; p && !ec)
-        ec = p;
+    const std::error_code ec = sink_ && started_ ? sink_->sync() : std::error_code{};
     last_sync_ = std::chrono::steady_clock::now();
     unsynced_ = false;
     if (ec) accounting_.on_sync_failure(ec);
@@ -147,7 +148,6 @@ void SinkSet::close(bool durable) noexcept
     if (!started_) return;
     started_ = false;
     if (sink_) sink_->close(durable);
-    paths_.close(durable);
 }
 
 void SinkSet::close_abandoned() noexcept
@@ -162,7 +162,7 @@ std::vector<std::filesystem::path> SinkSet::files() const
 
 std::uint64_t SinkSet::files_closed() const noexcept
 {
-    return file_sink_ ? file_sink_->files_closed() : 0;
+    return sink_ ? sink_->files_closed() : 0;
 }
 
 }  // namespace jsonlw::detail

@@ -1,17 +1,15 @@
-// SinkSet: the writer's destinations — its sink (WriterOptions::sink, or a FileSink) and the
-// files a write_batch() override names — and what the I/O thread does with them: appends
-// (counted through Accounting), fsyncs, reopen, tick, close. start() runs on start()'s caller
-// before the drain; the rest on the I/O thread, one at a time, but for files() and
-// files_closed() (any thread) and request_reopen(), reopen_requested(), close_abandoned()
-// (the strand). Owns the sinks (the stack make_sink_stack()'s factories build,
-// sinks/sink_stack.hpp); borrows the options and the accounting, which outlive it.
+// SinkSet: the writer's one LineSink — the stack make_sink_stack() builds (sinks/sink_stack.hpp),
+// which holds its destination and the files a write_batch() override names — and what the I/O
+// thread does with it: appends (counted through Accounting), fsyncs, reopen, tick, close.
+// start() runs on start()'s caller before the drain; the rest on the I/O thread, one at a
+// time, but for files() and files_closed() (any thread) and request_reopen(),
+// reopen_requested(), close_abandoned() (the strand). Owns the stack; borrows the options and
+// the accounting, which outlive it.
 #pragma once
 
 #include <jsonlw/append_result.hpp>
 #include <jsonlw/lines.hpp>
-#include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/sinks/line_sink.hpp>
-#include <jsonlw/sinks/partitioned_file_sink.hpp>
 #include <jsonlw/writer_options.hpp>
 
 #include <atomic>
@@ -41,16 +39,17 @@ public:
     SinkSet& operator=(const SinkSet&) = delete;
 
     // --- start()'s caller, once ---
-    // Makes the sink and starts it and the paths' sink; the first error stops it.
+    // Makes the stack and starts it; an error stops the writer.
     std::error_code start(const SinkContext& ctx);
     std::string describe() const { return sink_->describe({}); }
-    // The FileSink's path; empty for another sink.
+    // The stack's file_path() (a FileSink's first file; empty for a sink that is not one file).
     std::filesystem::path file_path() const;
 
     // --- I/O thread ---
     // Sends lines to the sink under `key` (empty for its one destination).
     AppendResult write_lines(std::string_view key, const Lines& lines) noexcept;
-    // Appends to a file named by a write_batch() override.
+    // Appends to a file named by a write_batch() override, through the stack (under its
+    // PathRouterSink::path_key()).
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
     void after_batch() noexcept;
     // fsync of everything written (fsync_interval, close); a failure is logged (rate-limited)
@@ -85,15 +84,13 @@ private:
     // Hands `lines` to `to` under `key` and counts what it reports; under fsync_batch, the
     // records it reports written count so once `to.sync()` succeeded (else unknown).
     AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
+    // `lines` that reached no sink, counted write_error with `ec`.
+    AppendResult unwritten(const Lines& lines, std::error_code ec) noexcept;
 
     const WriterOptions& opts_;
     Accounting& accounting_;
     // Set by start() before anything else of the writer runs, then never again.
     std::shared_ptr<LineSink> sink_;
-    FileSink* file_sink_ = nullptr;  // sink_, when it is a FileSink (file_path(), files_closed)
-    PartitionedFileSink paths_;
-    // Where append(path, …) lines go: paths_, behind an OtlpSink under LineFormat::otlp.
-    std::shared_ptr<LineSink> paths_front_;
     bool started_ = false;                    // I/O thread (and start())
     bool started_once_ = false;               // set by start() before the drain runs; never cleared
     bool unsynced_ = false;                   // lines written since the last sync()

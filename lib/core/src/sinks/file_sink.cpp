@@ -1,7 +1,7 @@
 // FileSink: the default layout's file — named at start(), rotated by size or age, written
 // under the open suffix and renamed when closed, reopened on request; files left open by
 // ended processes are sealed at start(). files() lists them (any thread). Closed files are
-// handed to a RetentionKeeper, which deletes the oldest beyond FileSinkOptions::retention.
+// handed to a RetentionKeeper, which deletes the oldest beyond the Rotation's retention.
 #include <jsonlw/sinks/file_sink.hpp>
 
 #include "path_notices.hpp"
@@ -35,7 +35,7 @@ struct FileSink::State {
     bool rotating = false;       // numbered files: rotation or an open suffix
     std::string prefix;          // <stem>-<host>-<pid>-
     std::string suffix;          // the open suffix ("" for none)
-    std::filesystem::path first;  // path(): the first file's final name
+    std::filesystem::path first;  // file_path(): the first file's final name
     // The file being written (rotating), or the one file.
     std::uint64_t index = 0;
     std::filesystem::path final_path, open_path;
@@ -228,16 +228,17 @@ std::error_code FileSink::start(const SinkContext& ctx)
     State& s = *s_;
     s.ctx = ctx;
     if (!s.ctx.file_io) s.ctx.file_io = posix_file_io();
-    s.keeper.emplace(opts_.retention, s.ctx, s.counters);
+    s.keeper.emplace(opts_.rotation.retention, s.ctx, s.counters);
     s.appender.emplace(s.ctx.file_io, 64, s.ctx.file_mode, &s.counters);
     s.appender->on_closed([&s](const std::string& p, std::uint64_t records) {
         if (p == s.open_path.native()) s.closed_records += records;
     });
     s.appender->on_notice(
         [&s](const std::string& p, bool removed) { s.notices.notice(s.ctx, p, removed); });
-    s.suffix = opts_.open_suffix.value_or(
-        opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 ? ".open" : "");
-    s.rotating = opts_.rotate_bytes > 0 || opts_.rotate_interval.count() > 0 || !s.suffix.empty();
+    const Rotation& o = opts_.rotation;
+    s.suffix =
+        o.open_suffix.value_or(o.rotate_bytes > 0 || o.rotate_interval.count() > 0 ? ".open" : "");
+    s.rotating = o.rotate_bytes > 0 || o.rotate_interval.count() > 0 || !s.suffix.empty();
     if (s.rotating) {
         s.prefix = fmt::format("{}-{}-{}-", ctx.stem, ctx.host, ctx.pid);
         s.name(0, std::time(nullptr));
@@ -264,7 +265,7 @@ AppendResult FileSink::append(std::string_view, const Lines& lines) noexcept
     }
     s.group_offset = 0;
     if (!s.rotating) return s.append_current(lines);
-    const auto& o = opts_;
+    const Rotation& o = opts_.rotation;
     if (s.created && o.rotate_interval.count() > 0 && clock::now() - s.opened >= o.rotate_interval)
         s.rotate();
     if (o.rotate_bytes == 0 || lines.bytes.size() + s.size <= o.rotate_bytes)
@@ -335,16 +336,17 @@ std::optional<clock::time_point> FileSink::next_tick() const noexcept
 {
     const State& s = *s_;
     std::optional<clock::time_point> t = s.keeper ? s.keeper->next_expiry() : std::nullopt;
-    if (!s.rotating || !s.created || opts_.rotate_interval.count() <= 0) return t;
-    const clock::time_point rotate_at = s.opened + opts_.rotate_interval;
+    const auto interval = opts_.rotation.rotate_interval;
+    if (!s.rotating || !s.created || interval.count() <= 0) return t;
+    const clock::time_point rotate_at = s.opened + interval;
     return t && *t < rotate_at ? t : std::optional<clock::time_point>(rotate_at);
 }
 
 void FileSink::tick() noexcept
 {
     State& s = *s_;
-    if (s.created && s.rotating && opts_.rotate_interval.count() > 0 &&
-        clock::now() - s.opened >= opts_.rotate_interval)
+    const auto interval = opts_.rotation.rotate_interval;
+    if (s.created && s.rotating && interval.count() > 0 && clock::now() - s.opened >= interval)
         s.rotate();  // an idle file is rotated too
     if (s.keeper) s.apply_retention();  // retain_age: closed files may have expired
 }
@@ -377,7 +379,7 @@ std::vector<std::filesystem::path> FileSink::files() const
 
 std::string FileSink::describe(std::string_view) const { return s_->open_path.native(); }
 
-const std::filesystem::path& FileSink::path() const noexcept { return s_->first; }
+std::filesystem::path FileSink::file_path() const { return s_->first; }
 
 std::uint64_t FileSink::files_closed() const noexcept
 {

@@ -5,6 +5,7 @@
 #include <jsonlw/sinks/chain_sink.hpp>
 #include <jsonlw/sinks/file_sink.hpp>
 #include <jsonlw/sinks/otlp_sink.hpp>
+#include <jsonlw/sinks/path_router_sink.hpp>
 
 #include <stdexcept>
 
@@ -13,8 +14,12 @@ namespace jsonlw {
 std::shared_ptr<LineSink> make_destination(const WriterOptions& opts)
 {
     if (opts.sink) return opts.sink;
-    return std::make_shared<FileSink>(
-        FileSinkOptions{opts.rotate_bytes, opts.rotate_interval, opts.open_suffix});
+    return std::make_shared<FileSink>(FileSinkOptions{.rotation = opts.rotation});
+}
+
+std::shared_ptr<LineSink> with_path_files(std::shared_ptr<LineSink> destination)
+{
+    return std::make_shared<PathRouterSink>(std::move(destination));
 }
 
 std::shared_ptr<LineSink> with_chain(std::shared_ptr<LineSink> inner, const WriterOptions& opts)
@@ -33,7 +38,7 @@ std::shared_ptr<LineSink> with_format(std::shared_ptr<LineSink> inner, const Wri
 
 std::shared_ptr<LineSink> make_sink_stack(const WriterOptions& opts)
 {
-    return with_format(with_chain(make_destination(opts), opts), opts);
+    return with_format(with_chain(with_path_files(make_destination(opts)), opts), opts);
 }
 
 }  // namespace jsonlw

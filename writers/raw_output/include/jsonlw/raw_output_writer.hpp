@@ -42,7 +42,7 @@ std::filesystem::path raw_output_dir_from_env();
 // folders); any sink gets each group's key, "<UTC hour>/raw-<pid>.jsonl" (docs/sinks.md).
 // `log` is also called from the hook's caller, for its own warnings. The writer sets and so
 // ignores `stem`, `subject` and `messages`; its layout (hour folders, raw-<pid>.jsonl) has no
-// rotation, so rotate_bytes, rotate_interval and open_suffix do nothing.
+// rotation, so `rotation` does nothing.
 struct RawOutputOptions : WriterOptions {
     // Outputs kept in flight (default 4096, at least 1). Past that, the least recently
     // updated one is written with "partial": true, "end_reason": "evicted".

@@ -50,7 +50,7 @@ struct TraceCounters;    // what the encoder counts: metadata captures, invalid 
 // PartitionedFileSink keeps the files (and the durable sidecar) as they are. The writer sets
 // and so ignores: `stem`, `subject`, `messages`, `batch_records` (32), `durability` (from
 // `durable`), `serializer_threads` (1: serialize() uses the writer's parser); its layout
-// has no rotation (rotate_bytes, rotate_interval, open_suffix do nothing).
+// has no rotation (`rotation` does nothing).
 struct RequestTraceOptions : WriterOptions {
     // Durable mode (default off): a record counts as written only once its batch's append is
     // fsync'ed; an accounting sidecar <dir>/_writer/<generation>.json is published at the

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <jsonlw/sinks/line_sink.hpp>
+#include <jsonlw/sinks/rotation.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -13,27 +14,6 @@
 #include <string>
 
 namespace jsonlw {
-
-// How much of a sink's closed (sealed) files stays on disk: the file being written is never
-// touched, only files this sink closed — by rotation, reopen(), close(), or (a
-// PartitionedFileSink) an hour that passed or a descriptor evicted. Oldest first; every
-// rule that is set applies. Each deletion is counted (FileSinkCounters) and the first one per
-// rule is logged. The roles of spdlog's rotating_file_sink max_files, Python's
-// RotatingFileHandler backupCount and logrotate's rotate / maxsize / maxage (docs/sinks.md).
-// Files of other processes, or of an earlier run, are never deleted.
-struct Retention {
-    // Keep at most this many closed files (0: no limit).
-    std::size_t retain_files = 0;
-    // Keep at most this many bytes of closed files (0: no limit).
-    std::uint64_t retain_bytes = 0;
-    // Delete a closed file once it has been closed this long (0: never).
-    std::chrono::milliseconds retain_age{0};
-
-    bool any() const noexcept
-    {
-        return retain_files > 0 || retain_bytes > 0 || retain_age.count() > 0;
-    }
-};
 
 // What a file sink did besides appending (FileSink::counters(), PartitionedFileSink::
 // counters(); any thread). With these, "records counted written" and "lines a reader finds"
@@ -60,26 +40,14 @@ struct FileSinkCounters {
     std::uint64_t records_deleted = 0;
 };
 
+// What a FileSink is told at construction.
 struct FileSinkOptions {
-    // Rotate once the file holds this many bytes (0: never). A group of lines is split at
-    // line boundaries so that no file exceeds it; a single longer line gets a file of its own.
-    std::uint64_t rotate_bytes = 0;
-    // Rotate once the file has been open this long, whether lines arrive or not (0: never).
-    std::chrono::milliseconds rotate_interval{0};
-    // The suffix the file being written carries until it is closed or rotated (".open":
-    // loaders that glob *.jsonl never read a file still being written). Default (nullopt):
-    // ".open" when rotating, none otherwise. With a suffix or rotation files are numbered,
-    // <stem>-<host>-<pid>-<UTC at open>-<000000, …>.jsonl, and start() renames the files of
-    // this stem and host that an ended process left with the suffix; without, the one file is
-    // <stem>-<host>-<pid>-<UTC>.jsonl.
-    std::optional<std::string> open_suffix{};
-    // Which closed files stay on disk (default: all). Closed files exist only with rotation
-    // or reopen() under numbered names (rotate_bytes, rotate_interval or an open suffix).
-    Retention retention{};
+    // Rotation, open suffix and retention (the same struct as WriterOptions::rotation).
+    Rotation rotation{};
 };
 
 // Called by the writer's engine as every LineSink is (start() on the writer's start() thread,
-// the rest on its I/O thread); files(), path() and files_closed() from any thread. Owns its
+// the rest on its I/O thread); files(), file_path() and files_closed() from any thread. Owns its
 // descriptors; ignores the key of append().
 class FileSink final : public LineSink {
 public:
@@ -97,11 +65,10 @@ public:
     void close(bool durable) noexcept override;
     std::vector<std::filesystem::path> files() const override;
     std::string describe(std::string_view key) const override;
-
     // The first file's final name (empty before start()).
-    const std::filesystem::path& path() const noexcept;
+    std::filesystem::path file_path() const override;
     // Files closed by rotation or reopen().
-    std::uint64_t files_closed() const noexcept;
+    std::uint64_t files_closed() const noexcept override;
     // Reopens, re-appended records, rolled-back appends, retention's deletions.
     FileSinkCounters counters() const;
     const FileSinkOptions& options() const noexcept { return opts_; }

@@ -57,7 +57,9 @@
 //
 // files(). The files the sink wrote, oldest first, the one being written included, as paths
 // that exist (absolute, or relative to ctx.directory); empty for a sink without files. The
-// writer's files() returns it as it is; its file_path() is empty unless the sink is a FileSink.
+// writer's files() returns it as it is. file_path() and files_closed() are what the writer's
+// file_path() and WriterStats::files_closed report: a FileSink's, passed up by the sinks that
+// wrap one; a sink of your own keeps the defaults (empty, 0) unless it is one file.
 #pragma once
 
 #include <jsonlw/append_result.hpp>
@@ -177,6 +179,11 @@ public:
     // The files written so far, oldest first, each one that exists (empty for a sink without
     // files). Any thread, also during an append().
     virtual std::vector<std::filesystem::path> files() const { return {}; }
+    // The writer's file_path(): the one file of the sink (a FileSink's first), read once after
+    // start(). Default empty: a sink that is not one file.
+    virtual std::filesystem::path file_path() const { return {}; }
+    // Files closed by rotation or reopen() (WriterStats::files_closed). Any thread. Default 0.
+    virtual std::uint64_t files_closed() const noexcept { return 0; }
     // Where `key`'s lines go, for a failure's log line ("/var/log/x.jsonl", "topic t").
     virtual std::string describe(std::string_view key) const { return std::string(key); }
 };

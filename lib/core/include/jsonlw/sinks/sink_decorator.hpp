@@ -28,6 +28,8 @@ public:
     void close(bool durable) noexcept override { inner_->close(durable); }
     void close_abandoned() noexcept override { inner_->close_abandoned(); }
     std::vector<std::filesystem::path> files() const override { return inner_->files(); }
+    std::filesystem::path file_path() const override { return inner_->file_path(); }
+    std::uint64_t files_closed() const noexcept override { return inner_->files_closed(); }
     std::string describe(std::string_view key) const override { return inner_->describe(key); }
 
     // The sink this one wraps.

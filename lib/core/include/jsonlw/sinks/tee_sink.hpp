@@ -1,7 +1,7 @@
 // TeeSink: the same lines to several sinks (a file and Kafka), each branch counted on its
 // own. The first branch is the writer's record of truth: its result — and, under
-// Durability::fsync_batch, its sync() — is what the writer counts; the others' outcomes are
-// in branch(). See docs/sinks.md.
+// Durability::fsync_batch, its sync() — is what the writer counts, and its file_path() and
+// files_closed() are the writer's; the others' outcomes are in branch(). See docs/sinks.md.
 #pragma once
 
 #include <jsonlw/sinks/line_sink.hpp>
@@ -37,6 +37,8 @@ public:
     void close(bool durable) noexcept override;
     void close_abandoned() noexcept override;
     std::vector<std::filesystem::path> files() const override;
+    std::filesystem::path file_path() const override { return branches_[0]->file_path(); }
+    std::uint64_t files_closed() const noexcept override { return branches_[0]->files_closed(); }
     std::string describe(std::string_view key) const override;
 
     std::size_t size() const noexcept { return branches_.size(); }
