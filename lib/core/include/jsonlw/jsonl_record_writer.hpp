@@ -227,8 +227,8 @@ protected:
     // only. serialize_batch(): a group's lines, valid until the next call (the pointer form
     // for records not adjacent in the batch). write_lines(): to the writer's sink under
     // `key` (a PartitionedFileSink's file). append(): to a file `path` (created with its
-    // parents; fsync per durability). settle(): lines delivered somewhere the engine cannot
-    // see. Each counts what it reports (written, unknown, write_error).
+    // parents; fsync per durability), through the same chain and encoding. Each counts what
+    // the sink reports (written, unknown, write_error).
     Lines serialize_batch(std::span<const Record> group) { return engine_.serialize_batch(group); }
     Lines serialize_batch(std::span<const Record* const> group)
     {
@@ -241,11 +241,6 @@ protected:
     AppendResult write_lines(std::string_view key, const Lines& lines) noexcept
     {
         return engine_.write_lines(key, lines);
-    }
-    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
-                        std::optional<std::uint64_t> delivered_bytes = {}) noexcept
-    {
-        return engine_.settle(lines, delivered, failed, delivered_bytes);
     }
 
     // Stops the writer for good: intake closed, the running batch waited for, the queue

@@ -1,7 +1,6 @@
 // RecordEncoder<Record>: how a record becomes a line, and where its line goes (its key) —
 // the part of a writer that knows its record type. BatchOutput<Record>: what a batch write
-// may call (write by key, serialize a group, hand lines to the sink, append to a file,
-// settle a delivery).
+// may call (write by key, serialize a group, hand lines to the sink, append to a file).
 //
 // A writer is the engine (JsonlRecordWriter: queue, drain, I/O thread, accounting, close) plus
 // an encoder. Give the engine an encoder object —
@@ -51,28 +50,16 @@ public:
     // relative to the directory; ignored by a FileSink), counted from what the sink reports.
     virtual AppendResult write_lines(std::string_view key, const Lines& lines) noexcept = 0;
     // Appends complete lines to `path` (created with its parents; descriptor kept open; fsync
-    // per durability), counted as write_lines() counts.
+    // per durability) through the writer's sink stack — its chain and OTLP encoding, as
+    // write_lines() — counted as write_lines() counts. Lines for elsewhere (a broker) go
+    // through a LineSink (docs/sinks.md).
     virtual AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept = 0;
-    // For lines sent somewhere the engine cannot see (a broker, a socket): `delivered`
-    // written (their delivered_bytes; by default all of lines' bytes when every line was
-    // delivered, else none), `failed` write_error, the rest unknown. Once per group.
-    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
-                        std::optional<std::uint64_t> delivered_bytes = {}) noexcept
-    {
-        // `delivered` may exceed the group (a caller counting per batch): all delivered then.
-        const std::uint64_t bytes = delivered_bytes ? *delivered_bytes
-                                    : delivered >= lines.records ? lines.bytes.size()
-                                                                 : 0;
-        return settle_counted(lines, delivered, failed, bytes);
-    }
     // Whether `rec`, one of the batch's records, was serialized ahead on a helper thread
     // (its batch-wide preparation, begin_chunk(), is done).
     virtual bool preserialized(const Record& rec) const noexcept = 0;
 
 protected:
     ~BatchOutput() = default;
-    virtual AppendResult settle_counted(const Lines& lines, std::uint64_t delivered,
-                                        std::uint64_t failed, std::uint64_t bytes) noexcept = 0;
 };
 
 template <class Record>
@@ -97,8 +84,8 @@ public:
     // Where a batch's lines go. The default groups the batch by key() and sends each group
     // to the writer's sink under its key (out.write_by_key()). Override it only for a layout
     // a key cannot express: group the records, and per group call out.serialize_batch()
-    // then out.write_lines() (the sink, under a key), out.append() (a file it names) or
-    // out.settle(). Every record must end up in exactly one group.
+    // then out.write_lines() (the sink, under a key) or out.append() (a file it names).
+    // Every record must end up in exactly one group.
     virtual void write_batch(std::span<const Record> batch, BatchOutput<Record>& out)
     {
         out.write_by_key(batch);

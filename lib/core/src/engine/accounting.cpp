@@ -53,22 +53,6 @@ void Accounting::count_append(const Lines& lines, const AppendResult& r) noexcep
               r.records_written == lines.records && r.landed == 0 ? lines.bytes.size() : r.landed);
 }
 
-AppendResult Accounting::settle(const Lines& lines, std::uint64_t delivered,
-                                std::uint64_t failed, std::uint64_t delivered_bytes) noexcept
-{
-    AppendResult r;
-    r.attempted = true;
-    delivered = std::min(delivered, lines.records);
-    failed = std::min(failed, lines.records - delivered);
-    r.records_written = delivered;
-    r.records_failed = failed;
-    r.records_unknown = lines.records - delivered - failed;
-    tally_add(lines, r, delivered_bytes);
-    r.landed = delivered_bytes;
-    if (delivered < lines.records) r.ec = std::make_error_code(std::errc::io_error);
-    return r;
-}
-
 void Accounting::tally_add(const Lines& lines, const AppendResult& r,
                            std::uint64_t landed_bytes) noexcept
 {

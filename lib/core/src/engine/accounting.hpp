@@ -58,8 +58,6 @@ public:
     void publish(std::size_t n) noexcept;
     // A sink's report of `lines` (clamped by the caller), counted.
     void count_append(const Lines& lines, const AppendResult& r) noexcept;
-    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
-                        std::uint64_t delivered_bytes) noexcept;
     // Lines that had nowhere to go (the sinks are closed).
     void count_unwritten(std::uint64_t records) noexcept { tally_.write_error += records; }
     void on_malformed(std::string_view what) noexcept;

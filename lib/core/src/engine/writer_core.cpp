@@ -207,12 +207,6 @@ AppendResult WriterCore::write_lines(std::string_view key, const Lines& lines) n
     return impl_->sinks.write_lines(key, lines);
 }
 
-AppendResult WriterCore::settle(const Lines& lines, std::uint64_t delivered,
-                                std::uint64_t failed, std::uint64_t delivered_bytes) noexcept
-{
-    return impl_->accounting.settle(lines, delivered, failed, delivered_bytes);
-}
-
 std::vector<std::filesystem::path> WriterCore::files() const { return impl_->sinks.files(); }
 
 }  // namespace jsonlw::detail

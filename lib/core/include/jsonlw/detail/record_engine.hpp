@@ -167,12 +167,6 @@ private:
         return groups_[g].key;
     }
 
-    AppendResult settle_counted(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
-                                std::uint64_t bytes) noexcept override
-    {
-        return core_->settle(lines, delivered, failed, bytes);
-    }
-
     static constexpr std::size_t not_staged = static_cast<std::size_t>(-1);
     // The staging index of `rec`; not_staged when it is not one of the unit's records (a
     // group an override built elsewhere).

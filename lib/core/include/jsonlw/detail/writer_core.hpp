@@ -144,11 +144,6 @@ public:
     // record is not an object.
     void envelope_open(LineBuffer& buf, const std::uint64_t* seq);
     void envelope_close(LineBuffer& buf, std::size_t body);
-    // Counts lines a write_batch sent somewhere other than a file: `delivered` (of
-    // delivered_bytes) as written, `failed` as write_error, the rest of lines.records as
-    // unknown. Logs nothing.
-    AppendResult settle(const Lines& lines, std::uint64_t delivered, std::uint64_t failed,
-                        std::uint64_t delivered_bytes) noexcept;
 
     // --- async operations (any thread); completion on the handler's associated executor ---
     void async_flush_impl(boost::asio::any_completion_handler<void(error_code)> h);
