@@ -12,15 +12,6 @@
 using namespace jsonlw_test;
 using jsonlw::SubmitResult;
 
-namespace {
-
-std::string line_of(int id, const std::string& text, const std::string& value = "0.0")
-{
-    return R"({"id":)" + std::to_string(id) + R"(,"text":")" + text + R"(","value":)" + value + "}";
-}
-
-}  // namespace
-
 TEST_CASE("with a long flush_interval, a full batch is written at once, and flush and close do not wait for the interval",
           "[integration][writer][flush]")
 {
