@@ -63,6 +63,15 @@ int fill_until_refused(W& w, int limit = 1000)
     }
 }
 
+// The block policy on a queue of 2, batches of 1, waiting at most `timeout` for room.
+void block_when_full(jsonlw::WriterOptions& o, std::chrono::milliseconds timeout)
+{
+    o.queue_capacity = 2;
+    o.batch_records = 1;
+    o.overflow = Overflow::block;
+    o.block_timeout = timeout;
+}
+
 // How long past block_timeout a blocked submit may take to give up: generous, for a loaded
 // machine.
 constexpr auto block_slack = std::chrono::seconds(5);
@@ -85,18 +94,69 @@ SubmitResult submit_within(W& w, SeamFileIo& seam, int id, Clock::duration limit
     return f.get();
 }
 
+// A started TestWriter, its options set by `tune`, whose drain is stuck: record 0's append is
+// held in the seam (stall_drain), so the queue fills as the test submits. The seam is let go
+// first on the way out, also when a REQUIRE fails.
+struct StalledWriter {
+    template <class Tune>
+    explicit StalledWriter(Tune tune) : w(h.executor(), tuned(h, tune)), release(h.seam)
+    {
+        h.start(w);
+        stall_drain(w, *h.seam);
+    }
+
+    // Lets the held append go, flushes, and returns the stats then.
+    jsonlw::WriterStats release_and_flush()
+    {
+        h.seam->release();
+        flush(w);
+        return w.stats();
+    }
+
+    Harness h{with_seam};
+    TestWriter w;
+    ReleaseOnExit release;
+
+private:
+    template <class Tune>
+    static jsonlw::WriterOptions tuned(const Harness& h, Tune tune)
+    {
+        jsonlw::WriterOptions o = h.options();
+        tune(o);
+        return o;
+    }
+};
+
+// After one submit under block gave up: that drop is counted while the drain is stuck; let go,
+// the records before it, 0 .. refused - 1, are written and it is still the only drop.
+void check_one_block_drop(StalledWriter& t, int refused)
+{
+    auto s = t.w.stats();
+    INFO("stats: " << s);
+    CHECK(s.dropped.queue_full == 1);
+    CHECK(invariant_holds(s));
+
+    s = t.release_and_flush();
+    INFO("stats: " << s);
+    CHECK(s.written == static_cast<std::uint64_t>(refused));
+    CHECK(s.dropped.queue_full == 1);
+    CHECK(invariant_holds(s));
+}
+
+// The ids 0 .. n - 1, as ids_of() reads them back.
+std::vector<std::int64_t> ids_below(int n)
+{
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back(i);
+    return ids;
+}
+
 }  // namespace
 
 TEST_CASE("a full queue drops the newest records, counts them and logs the first drop only", "[integration][overflow]")
 {
-    Harness h(with_seam);
-    auto o = h.options();
-    o.queue_capacity = 8;
-    TestWriter w(h.executor(), o);
-    ReleaseOnExit release(h.seam);
-    h.start(w);
-
-    stall_drain(w, *h.seam);
+    StalledWriter t([](auto& o) { o.queue_capacity = 8; });
+    TestWriter& w = t.w;
     const int first_refused = fill_until_refused(w);
     CHECK(first_refused - 1 >= 8);  // the queue held at least its capacity
     for (int i = 1; i <= 4; ++i) CHECK(w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full);
@@ -107,61 +167,44 @@ TEST_CASE("a full queue drops the newest records, counts them and logs the first
     CHECK(s.submitted == static_cast<std::uint64_t>(first_refused) + 5);
     CHECK(invariant_holds(s));
 
-    h.seam->release();
-    flush(w);
-    s = w.stats();
+    s = t.release_and_flush();
     INFO("stats: " << s);
     CHECK(s.written == static_cast<std::uint64_t>(first_refused));
     CHECK(s.pending == 0);
     CHECK(invariant_holds(s));
     // The queued records are kept, in order; none of the refused ones is written.
-    std::vector<std::int64_t> want;
-    for (int i = 0; i < first_refused; ++i) want.push_back(i);
-    CHECK(ids_of(read_lines(w.file_path())) == want);
-    INFO(h.logs.dump());
-    CHECK(drop_warnings(h.logs) == std::vector<long>{1});
-    CHECK(h.logs.count(LogLevel::warning, "Dropped 1 test records") == 1);
+    CHECK(ids_of(read_lines(w.file_path())) == ids_below(first_refused));
+    INFO(t.h.logs.dump());
+    CHECK(drop_warnings(t.h.logs) == std::vector<long>{1});
+    CHECK(t.h.logs.count(LogLevel::warning, "Dropped 1 test records") == 1);
 }
 
 TEST_CASE("a full queue drops the newest, counts every drop and logs the first drop and every 1000th", "[integration][overflow]")
 {
-    Harness h(with_seam);
-    auto o = h.options();
-    o.queue_capacity = 16;
-    TestWriter w(h.executor(), o);
-    ReleaseOnExit release(h.seam);
-    h.start(w);
-
-    stall_drain(w, *h.seam);
+    StalledWriter t([](auto& o) { o.queue_capacity = 16; });
+    TestWriter& w = t.w;
     const int first_refused = fill_until_refused(w);
     int refused = 0;
     for (int i = 1; i <= 2000; ++i) refused += w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full;
     CHECK(refused == 2000);
     CHECK(w.stats().dropped.queue_full == 2001);
 
-    h.seam->release();
-    flush(w);
-    const auto s = w.stats();
+    const auto s = t.release_and_flush();
     INFO("stats: " << s);
     CHECK(s.dropped.queue_full == 2001);
     CHECK(s.written == static_cast<std::uint64_t>(first_refused));
     CHECK(s.submitted == static_cast<std::uint64_t>(first_refused) + 2001);
     CHECK(invariant_holds(s));
-    INFO(h.logs.dump());
-    CHECK(drop_warnings(h.logs) == std::vector<long>{1, 1000, 2000});
+    INFO(t.h.logs.dump());
+    CHECK(drop_warnings(t.h.logs) == std::vector<long>{1, 1000, 2000});
 }
 
 TEST_CASE("a full queue is logged at its marks while the I/O thread is still stuck in a write",
           "[integration][overflow][logs]")
 {
-    Harness h(with_seam);
-    auto o = h.options();
-    o.queue_capacity = 16;
-    TestWriter w(h.executor(), o);
-    ReleaseOnExit release(h.seam);
-    h.start(w);
-
-    stall_drain(w, *h.seam);
+    StalledWriter t([](auto& o) { o.queue_capacity = 16; });
+    TestWriter& w = t.w;
+    const Harness& h = t.h;
     const int first_refused = fill_until_refused(w);
     int refused = 1;
     for (int i = 1; i <= 1998; ++i) refused += w.submit(rec(first_refused + i)) == SubmitResult::dropped_queue_full;
@@ -173,9 +216,7 @@ TEST_CASE("a full queue is logged at its marks while the I/O thread is still stu
     INFO(h.logs.dump());
     CHECK(drop_warnings(h.logs) == std::vector<long>{1, 1000});
 
-    h.seam->release();
-    flush(w);
-    const auto s = w.stats();
+    const auto s = t.release_and_flush();
     CHECK(s.dropped.queue_full == 1999);
     CHECK(invariant_holds(s));
     CHECK(drop_warnings(h.logs) == std::vector<long>{1, 1000});  // each mark once
@@ -183,16 +224,12 @@ TEST_CASE("a full queue is logged at its marks while the I/O thread is still stu
 
 TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and the newest records are written", "[integration][overflow]")
 {
-    Harness h(with_seam);
-    auto o = h.options();
-    o.queue_capacity = 4;
-    o.batch_records = 1;
-    o.overflow = Overflow::drop_oldest;
-    TestWriter w(h.executor(), o);
-    ReleaseOnExit release(h.seam);
-    h.start(w);
-
-    stall_drain(w, *h.seam);
+    StalledWriter t([](auto& o) {
+        o.queue_capacity = 4;
+        o.batch_records = 1;
+        o.overflow = Overflow::drop_oldest;
+    });
+    TestWriter& w = t.w;
     for (int i = 1; i <= 10; ++i) CHECK(w.submit(rec(i)) == SubmitResult::accepted);
     auto s = w.stats();
     INFO("stats: " << s);
@@ -200,9 +237,7 @@ TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and t
     CHECK(s.dropped.oldest_evicted >= 5);  // 10 into 4 slots (+ at most one popped batch of 1)
     CHECK(invariant_holds(s));
 
-    h.seam->release();
-    flush(w);
-    s = w.stats();
+    s = t.release_and_flush();
     INFO("stats: " << s);
     CHECK(s.submitted == 11);
     CHECK(s.written + s.dropped.oldest_evicted == 11);
@@ -214,29 +249,20 @@ TEST_CASE("drop_oldest evicts the oldest queued record instead, counts it, and t
     REQUIRE(ids.size() >= 5);
     CHECK(ids.front() == 0);
     for (std::size_t i = 1; i < ids.size(); ++i) CHECK(ids[i] == static_cast<std::int64_t>(11 - ids.size() + i));
-    CHECK(drop_warnings(h.logs).empty());
+    CHECK(drop_warnings(t.h.logs).empty());
 }
 
 TEST_CASE("block waits at most block_timeout for room, then drops and counts the record", "[integration][overflow]")
 {
-    Harness h(with_seam);
-    auto o = h.options();
-    o.queue_capacity = 2;
-    o.batch_records = 1;
-    o.overflow = Overflow::block;
-    o.block_timeout = std::chrono::milliseconds(100);
-    TestWriter w(h.executor(), o);
-    ReleaseOnExit release(h.seam);
-    h.start(w);
-
-    stall_drain(w, *h.seam);
+    StalledWriter t([](auto& o) { block_when_full(o, std::chrono::milliseconds(100)); });
+    TestWriter& w = t.w;
     int id = 1;
     SubmitResult r = SubmitResult::accepted;
     Clock::duration took{};
     for (; r == SubmitResult::accepted; ++id) {
         REQUIRE(id < 10);
         const auto t0 = Clock::now();
-        r = submit_within(w, *h.seam, id, o.block_timeout + block_slack);
+        r = submit_within(w, *t.h.seam, id, w.options().block_timeout + block_slack);
         took = Clock::now() - t0;
     }
     const int refused = id - 1;
@@ -245,41 +271,19 @@ TEST_CASE("block waits at most block_timeout for room, then drops and counts the
     CHECK(took >= std::chrono::milliseconds(100));
     CHECK(took < std::chrono::milliseconds(100) + block_slack);
 
-    auto s = w.stats();
-    INFO("stats: " << s);
-    CHECK(s.dropped.queue_full == 1);
-    CHECK(invariant_holds(s));
-
-    h.seam->release();
-    flush(w);
-    s = w.stats();
-    INFO("stats: " << s);
-    CHECK(s.written == static_cast<std::uint64_t>(refused));
-    CHECK(s.dropped.queue_full == 1);
-    CHECK(invariant_holds(s));
-    std::vector<std::int64_t> want;
-    for (int i = 0; i < refused; ++i) want.push_back(i);
-    CHECK(ids_of(read_lines(w.file_path())) == want);
+    check_one_block_drop(t, refused);
+    CHECK(ids_of(read_lines(w.file_path())) == ids_below(refused));
 }
 
 TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[integration][overflow]")
 {
-    Harness h(with_seam);
-    auto o = h.options();
-    o.queue_capacity = 2;
-    o.batch_records = 1;
-    o.overflow = Overflow::block;
-    o.block_timeout = std::chrono::seconds(20);
-    TestWriter w(h.executor(), o);
-    ReleaseOnExit release(h.seam);
-    h.start(w);
-
-    stall_drain(w, *h.seam);
+    StalledWriter t([](auto& o) { block_when_full(o, std::chrono::seconds(20)); });
+    TestWriter& w = t.w;
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     // The queue is full now: this submit waits on its own thread until the seam lets go.
     auto waiting = std::async(std::launch::async, [&] { return w.submit(rec(3)); });
-    h.seam->release();
+    t.h.seam->release();
     CHECK(get_within(waiting) == SubmitResult::accepted);
     flush(w);
     CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
@@ -292,25 +296,16 @@ TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[in
 TEST_CASE("async_submit under block waits without blocking its caller: accepted once there is room, dropped after block_timeout",
           "[integration][overflow][async]")
 {
-    Harness h(with_seam);
-    auto o = h.options();
-    o.queue_capacity = 2;
-    o.batch_records = 1;
-    o.overflow = Overflow::block;
-
     SECTION("room appears: accepted")
     {
-        o.block_timeout = std::chrono::seconds(20);
-        TestWriter w(h.executor(), o);
-        ReleaseOnExit release(h.seam);
-        h.start(w);
-        stall_drain(w, *h.seam);
+        StalledWriter t([](auto& o) { block_when_full(o, std::chrono::seconds(20)); });
+        TestWriter& w = t.w;
         REQUIRE(get_within(w.async_submit(rec(1), boost::asio::use_future)) == SubmitResult::accepted);
         REQUIRE(get_within(w.async_submit(rec(2), boost::asio::use_future)) == SubmitResult::accepted);
         auto f = w.async_submit(rec(3), boost::asio::use_future);
         // The call returned at once; the operation cannot complete while the append is held.
         CHECK(f.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
-        h.seam->release();
+        t.h.seam->release();
         CHECK(get_within(f) == SubmitResult::accepted);
         flush(w);
         CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
@@ -318,29 +313,17 @@ TEST_CASE("async_submit under block waits without blocking its caller: accepted 
     }
     SECTION("no room within block_timeout: dropped_queue_full, counted")
     {
-        o.block_timeout = std::chrono::milliseconds(100);
-        TestWriter w(h.executor(), o);
-        ReleaseOnExit release(h.seam);
-        h.start(w);
-        stall_drain(w, *h.seam);
+        StalledWriter t([](auto& o) { block_when_full(o, std::chrono::milliseconds(100)); });
+        TestWriter& w = t.w;
         int id = 1;
         SubmitResult r = SubmitResult::accepted;
         for (; r == SubmitResult::accepted; ++id) {
             REQUIRE(id < 10);
             r = get_within(w.async_submit(rec(id), boost::asio::use_future),
-                           o.block_timeout + block_slack);
+                           w.options().block_timeout + block_slack);
         }
         CHECK(r == SubmitResult::dropped_queue_full);
-        auto s = w.stats();
-        INFO("stats: " << s);
-        CHECK(s.dropped.queue_full == 1);
-        CHECK(invariant_holds(s));
-        h.seam->release();
-        flush(w);
-        s = w.stats();
-        INFO("stats: " << s);
-        CHECK(s.written == static_cast<std::uint64_t>(id - 1));  // records 0 .. id-2
-        CHECK(invariant_holds(s));
+        check_one_block_drop(t, id - 1);  // records 0 .. id-2 written
     }
 }
 

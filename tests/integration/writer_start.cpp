@@ -37,6 +37,21 @@ std::pair<std::error_code, jsonlw::CloseReport> close_ec(W& w)
     return get_within(f);
 }
 
+// A disabled writer: no file, `submits` records refused as disabled and not counted, and a
+// flush and a close that complete (disabled, or no error); the close's report.
+template <class W>
+jsonlw::CloseReport check_disabled(W& w, int submits)
+{
+    CHECK(w.file_path().empty());
+    for (int i = 0; i < submits; ++i) CHECK(w.submit(rec(i)) == SubmitResult::disabled);
+    CHECK(w.stats() == jsonlw::WriterStats{});
+    const auto fec = flush_ec(w);
+    CHECK((!fec || fec == jsonlw::errc::disabled));
+    const auto [cec, report] = close_ec(w);
+    CHECK((!cec || cec == jsonlw::errc::disabled));
+    return report;
+}
+
 }  // namespace
 
 TEST_CASE("records submitted before start() wait in the queue and are written once it starts", "[integration][writer][start]")
@@ -71,14 +86,7 @@ TEST_CASE("a writer without an output directory is inert: nothing created, nothi
     w.start();
     w.start();
     h.loop.start();
-    CHECK(w.file_path().empty());
-    for (int i = 0; i < 5; ++i) CHECK(w.submit(rec(i)) == SubmitResult::disabled);
-    CHECK(w.stats() == jsonlw::WriterStats{});
-
-    const auto fec = flush_ec(w);
-    CHECK((!fec || fec == jsonlw::errc::disabled));
-    const auto [cec, report] = close_ec(w);
-    CHECK((!cec || cec == jsonlw::errc::disabled));
+    const jsonlw::CloseReport report = check_disabled(w, 5);
     CHECK(report.stats == jsonlw::WriterStats{});
     CHECK(w.stats() == jsonlw::WriterStats{});
     CHECK(files_in(h.dir.path()).empty());
@@ -99,13 +107,7 @@ TEST_CASE("an output directory that cannot be created disables the writer with o
     INFO(h.logs.dump());
     CHECK(h.logs.count(LogLevel::error) == 1);
     CHECK(h.logs.count(LogLevel::error, "Disabling test JSONL output") == 1);
-    CHECK(w.file_path().empty());
-    for (int i = 0; i < 3; ++i) CHECK(w.submit(rec(i)) == SubmitResult::disabled);
-    CHECK(w.stats() == jsonlw::WriterStats{});
-    const auto fec = flush_ec(w);
-    CHECK((!fec || fec == jsonlw::errc::disabled));
-    const auto [cec, report] = close_ec(w);
-    CHECK((!cec || cec == jsonlw::errc::disabled));
+    check_disabled(w, 3);
     CHECK(h.logs.count(LogLevel::error) == 1);
     CHECK(std::filesystem::is_regular_file(h.dir / "blocker"));
     CHECK(files_in(h.dir.path()) == std::vector<std::string>{"blocker"});

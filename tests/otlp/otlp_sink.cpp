@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 using namespace jsonlw;
 using namespace jsonlw_test;
@@ -62,28 +63,67 @@ std::string prefix(std::string_view service)
            "\"},\"logRecords\":[";
 }
 
+// A writer's surroundings whose options send OTLP lines to a MemorySink.
+struct OtlpToMemory {
+    WriterOptions options() const
+    {
+        WriterOptions o = h.options();
+        o.sink = mem;
+        o.format = LineFormat::otlp;
+        return o;
+    }
+
+    // Starts the writer with its records queued, so they go as one batch, and flushes: the one
+    // line the sink got, and its observedTimeUnixNano, checked to lie within the flush.
+    template <class W>
+    std::pair<std::string, std::string> start_for_one_line(W& w)
+    {
+        const std::uint64_t before = unix_now_ns();
+        h.start(w);
+        flush(w);
+        const std::uint64_t after = unix_now_ns();
+        const auto lines = mem->lines();
+        REQUIRE(lines.size() == 1);
+        std::string line = lines[0].text;
+        std::string t = observed(line, before, after);
+        return {std::move(line), std::move(t)};
+    }
+
+    Harness h;
+    std::shared_ptr<MemorySink> mem = std::make_shared<MemorySink>();
+};
+
+// Queues rec(0) .. rec(first - 1) before the writer starts, so they go as one batch (one OTLP
+// line), flushes, then submits rec(first) .. rec(total - 1).
+template <class W>
+void two_batches(Harness& h, W& w, int first, int total)
+{
+    for (int i = 0; i < first; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    h.start(w);
+    flush(w);
+    for (int i = first; i < total; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+}
+
+// The writer's one file, read whole.
+template <class W>
+std::string only_file(const W& w)
+{
+    const auto files = w.files();
+    REQUIRE(files.size() == 1);
+    return read_file(files[0]);
+}
+
 }  // namespace
 
 TEST_CASE("A writer with format otlp hands its sink one LogsData line per batch, a log record per record")
 {
-    Harness h;
-    auto mem = std::make_shared<MemorySink>();
-    WriterOptions o = h.options();
-    o.sink = mem;
-    o.format = LineFormat::otlp;
+    OtlpToMemory otlp;
+    WriterOptions o = otlp.options();
     o.otlp.service_name = "svc";
     o.otlp.event_name = "test.event";
-    TestWriter w(h.executor(), o);
+    TestWriter w(otlp.h.executor(), o);
     for (int i = 0; i < 3; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    const std::uint64_t before = unix_now_ns();
-    h.start(w);
-    flush(w);
-    const std::uint64_t after = unix_now_ns();
-
-    const auto lines = mem->lines();
-    REQUIRE(lines.size() == 1);
-    const std::string& line = lines[0].text;
-    const std::string t = observed(line, before, after);
+    const auto [line, t] = otlp.start_for_one_line(w);
     std::string want = prefix("svc");
     for (int i = 0; i < 3; ++i) {
         if (i) want += ",";
@@ -104,11 +144,8 @@ TEST_CASE("A writer with format otlp hands its sink one LogsData line per batch,
 
 TEST_CASE("Every JSON type of a record becomes its AnyValue; traceparent becomes traceId, spanId and flags")
 {
-    Harness h;
-    auto mem = std::make_shared<MemorySink>();
-    WriterOptions o = h.options();
-    o.sink = mem;
-    o.format = LineFormat::otlp;
+    OtlpToMemory otlp;
+    WriterOptions o = otlp.options();
     o.otlp = {.service_name = "s\"q",
               .event_name = "e",
               .event_name_field = "kind",
@@ -117,7 +154,7 @@ TEST_CASE("Every JSON type of a record becomes its AnyValue; traceparent becomes
               .attributes = {{"gen_ai.request.model", "/nested/model"},
                              {"absent", "/nope"},
                              {"null.one", "/z"}}};
-    RawJsonWriter w(h.executor(), o);
+    RawJsonWriter w(otlp.h.executor(), o);
     REQUIRE(w.submit(RawJsonText(
                 R"({"kind":"request","t":"2026-11-04T05:06:08.623456+00:00","i":-7,"u":18446744073709551615,)"
                 R"("d":1.5,"b":true,"z":null,"s":"a\"\\\n\u00e9\ud83d\ude00","arr":[1,"x",[],{}],)"
@@ -130,15 +167,7 @@ TEST_CASE("Every JSON type of a record becomes its AnyValue; traceparent becomes
     REQUIRE(w.submit(RawJsonText(R"({ "kind" : "response", "s" : "é\/", "n" : [ 1 , 2.5 ] ,)"
                                  R"( "nested" : { "model" : "m2" }, "traceparent" : "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" })")) ==
             SubmitResult::accepted);
-    const std::uint64_t before = unix_now_ns();
-    h.start(w);
-    flush(w);
-    const std::uint64_t after = unix_now_ns();
-
-    const auto lines = mem->lines();
-    REQUIRE(lines.size() == 1);
-    const std::string& line = lines[0].text;
-    const std::string t = observed(line, before, after);
+    const auto [line, t] = otlp.start_for_one_line(w);
     const std::string want =
         prefix("s\\\"q") +
         R"({"observedTimeUnixNano":")" + t +
@@ -181,16 +210,13 @@ TEST_CASE("Every JSON type of a record becomes its AnyValue; traceparent becomes
 
 TEST_CASE("A record time that cannot be read leaves timeUnixNano out; steady seconds become Unix time")
 {
-    Harness h;
-    auto mem = std::make_shared<MemorySink>();
-    WriterOptions o = h.options();
-    o.sink = mem;
-    o.format = LineFormat::otlp;
+    OtlpToMemory otlp;
+    WriterOptions o = otlp.options();
     o.otlp = {.service_name = "s",
               .time_fields = {{"/iso", OtlpTimeField::Kind::iso8601_utc},
                               {"/steady", OtlpTimeField::Kind::steady_seconds},
                               {"/unix", OtlpTimeField::Kind::unix_seconds}}};
-    RawJsonWriter w(h.executor(), o);
+    RawJsonWriter w(otlp.h.executor(), o);
     const double steady_now =
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     const std::uint64_t wall_at_steady = unix_now_ns();
@@ -203,9 +229,9 @@ TEST_CASE("A record time that cannot be read leaves timeUnixNano out; steady sec
     REQUIRE(w.submit(RawJsonText(R"({"steady":)" + fmt::format("{}", steady_now) + "}")) ==
             SubmitResult::accepted);
     REQUIRE(w.submit(RawJsonText(R"({"unix":1700000000.25})")) == SubmitResult::accepted);
-    h.start(w);
+    otlp.h.start(w);
     flush(w);
-    const std::string text = mem->text();
+    const std::string text = otlp.mem->text();
     std::size_t count = 0, at = 0;
     std::vector<std::uint64_t> times;
     while ((at = text.find("\"timeUnixNano\":\"", at)) != std::string::npos) {
@@ -256,22 +282,15 @@ TEST_CASE("An OtlpSink given a line that is not a JSON object keeps it as a stri
 
 TEST_CASE("An OTLP line that fails to land counts every record of its group failed")
 {
-    Harness h;
-    auto mem = std::make_shared<MemorySink>();
-    WriterOptions o = h.options();
-    o.sink = mem;
-    o.format = LineFormat::otlp;
-    mem->fail_next(std::make_error_code(std::errc::no_space_on_device), 1);
-    TestWriter w(h.executor(), o);
-    for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    h.start(w);
-    flush(w);
-    for (int i = 4; i < 6; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    OtlpToMemory otlp;
+    otlp.mem->fail_next(std::make_error_code(std::errc::no_space_on_device), 1);
+    TestWriter w(otlp.h.executor(), otlp.options());
+    two_batches(otlp.h, w, 4, 6);
     flush(w);
     const WriterStats st = w.stats();
     CHECK(st.dropped.write_error == 4);
     CHECK(st.written == 2);
-    CHECK(mem->lines().size() == 1);
+    CHECK(otlp.mem->lines().size() == 1);
 }
 
 TEST_CASE("With the default FileSink the file holds the OTLP lines and the byte count is the file's size")
@@ -280,14 +299,9 @@ TEST_CASE("With the default FileSink the file holds the OTLP lines and the byte 
     WriterOptions o = h.options();
     o.format = LineFormat::otlp;
     TestWriter w(h.executor(), o);
-    for (int i = 0; i < 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    h.start(w);
-    flush(w);
-    for (int i = 5; i < 7; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    two_batches(h, w, 5, 7);
     const CloseReport report = close(w);
-    const auto files = w.files();
-    REQUIRE(files.size() == 1);
-    const std::string content = read_file(files[0]);
+    const std::string content = only_file(w);
     CHECK(report.stats.written == 7);
     CHECK(report.stats.bytes == content.size());
     CHECK(std::count(content.begin(), content.end(), '\n') == 2);
@@ -303,16 +317,11 @@ TEST_CASE("With a hash chain too, each OTLP line is sealed whole and every recor
     o.format = LineFormat::otlp;
     o.chain = ChainMode::sha256;
     TestWriter w(h.executor(), o);
-    for (int i = 0; i < 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
-    h.start(w);
-    flush(w);
-    for (int i = 5; i < 8; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+    two_batches(h, w, 5, 8);
     const CloseReport report = close(w);
     CHECK(report.stats.written == 8);
     CHECK(report.stats.dropped.total() == 0);
-    const auto files = w.files();
-    REQUIRE(files.size() == 1);
-    const std::string content = read_file(files[0]);
+    const std::string content = only_file(w);
     CHECK(report.stats.bytes == content.size());
     CHECK(std::count(content.begin(), content.end(), '\n') == 2);
     std::istringstream in(content);

@@ -37,27 +37,12 @@ public:
     };
 
     // --- fault injection (call before or while the writer runs) ---
-    void fail_writev(int err, int times = 1)
-    {
-        std::lock_guard lock(mutex_);
-        writev_errno_ = err;
-        writev_failures_left_ = times;  // < 0: every call
-    }
-    void fail_fsync(int err, int times = 1)
-    {
-        std::lock_guard lock(mutex_);
-        fsync_errno_ = err;
-        fsync_failures_left_ = times;
-    }
+    void fail_writev(int err, int times = 1) { plan_failures(writev_, err, times); }  // times < 0: every call
+    void fail_fsync(int err, int times = 1) { plan_failures(fsync_, err, times); }
     void eintr_once() { eintr_once_.store(true); }
     // The next `times` ftruncate calls (a failed append's cut-back) fail with `err`: the torn
     // bytes stay in the file (a file the sink cannot shorten, say a character device).
-    void fail_ftruncate(int err, int times = 1)
-    {
-        std::lock_guard lock(mutex_);
-        ftruncate_errno_ = err;
-        ftruncate_failures_left_ = times;
-    }
+    void fail_ftruncate(int err, int times = 1) { plan_failures(ftruncate_, err, times); }
     // The next writev writes only the first half of its bytes; with `then_errno`, the writev
     // after it fails with that errno (a disk that fills up in the middle of a batch).
     void short_write_once(int then_errno = 0)
@@ -68,35 +53,25 @@ public:
     }
 
     // --- holding calls ---
-    void hold_writev()
-    {
-        std::lock_guard lock(mutex_);
-        hold_writev_ = true;
-    }
-    void hold_fsync()
-    {
-        std::lock_guard lock(mutex_);
-        hold_fsync_ = true;
-    }
+    void hold_writev() { hold(writev_); }
+    void hold_fsync() { hold(fsync_); }
     // Lets every held call go and stops holding new ones. Idempotent.
     void release()
     {
         {
             std::lock_guard lock(mutex_);
-            hold_writev_ = hold_fsync_ = false;
+            writev_.hold = fsync_.hold = false;
         }
         cv_.notify_all();
     }
     // Waits (at most `timeout`) until `n` writev calls are parked inside the seam.
     bool wait_writev_held(int n = 1, std::chrono::milliseconds timeout = std::chrono::seconds(20))
     {
-        std::unique_lock lock(mutex_);
-        return cv_.wait_for(lock, timeout, [&] { return writev_waiting_ >= n; });
+        return wait_held(writev_, n, timeout);
     }
     bool wait_fsync_held(int n = 1, std::chrono::milliseconds timeout = std::chrono::seconds(20))
     {
-        std::unique_lock lock(mutex_);
-        return cv_.wait_for(lock, timeout, [&] { return fsync_waiting_ >= n; });
+        return wait_held(fsync_, n, timeout);
     }
 
     // Runs inside every writev, on the calling thread, before anything else.
@@ -150,16 +125,7 @@ public:
         {
             std::unique_lock lock(mutex_);
             if (on_writev_) on_writev_();
-            if (hold_writev_) {
-                ++writev_waiting_;
-                cv_.notify_all();
-                cv_.wait(lock, [&] { return !hold_writev_; });
-                --writev_waiting_;
-            }
-            if (writev_failures_left_ != 0) {
-                err = writev_errno_;
-                if (writev_failures_left_ > 0) --writev_failures_left_;
-            }
+            err = pass_locked(lock, writev_);
         }
         ssize_t r;
         if (err == 0 && eintr_once_.exchange(false)) err = EINTR;
@@ -173,8 +139,8 @@ public:
             if (r < 0) err = errno;
             std::lock_guard lock(mutex_);
             if (after_short_errno_ != 0) {
-                writev_errno_ = after_short_errno_;
-                writev_failures_left_ = 1;
+                writev_.error = after_short_errno_;
+                writev_.failures_left = 1;
                 after_short_errno_ = 0;
             }
         } else {
@@ -198,16 +164,7 @@ public:
         int err = 0;
         {
             std::unique_lock lock(mutex_);
-            if (hold_fsync_) {
-                ++fsync_waiting_;
-                cv_.notify_all();
-                cv_.wait(lock, [&] { return !hold_fsync_; });
-                --fsync_waiting_;
-            }
-            if (fsync_failures_left_ != 0) {
-                err = fsync_errno_;
-                if (fsync_failures_left_ > 0) --fsync_failures_left_;
-            }
+            err = pass_locked(lock, fsync_);
         }
         int r;
         if (err != 0) {
@@ -231,10 +188,9 @@ public:
     {
         ++ftruncate_count_;
         {
-            std::lock_guard lock(mutex_);
-            if (ftruncate_failures_left_ != 0) {
-                if (ftruncate_failures_left_ > 0) --ftruncate_failures_left_;
-                errno = ftruncate_errno_;
+            std::unique_lock lock(mutex_);
+            if (const int err = pass_locked(lock, ftruncate_)) {
+                errno = err;
                 return -1;
             }
         }
@@ -243,19 +199,50 @@ public:
     int ftruncate_count() const { return ftruncate_count_.load(); }
 
 private:
+    // What the test planned for one kind of call (writev, fsync, ftruncate): whether calls are
+    // held, how many are parked now, and the failures still to come.
+    struct CallPlan {
+        bool hold = false;
+        int waiting = 0;
+        int error = 0;          // the errno of a planned failure
+        int failures_left = 0;  // < 0: every call
+    };
+
+    void plan_failures(CallPlan& plan, int err, int times)
+    {
+        std::lock_guard lock(mutex_);
+        plan.error = err;
+        plan.failures_left = times;
+    }
+    void hold(CallPlan& plan)
+    {
+        std::lock_guard lock(mutex_);
+        plan.hold = true;
+    }
+    bool wait_held(const CallPlan& plan, int n, std::chrono::milliseconds timeout)
+    {
+        std::unique_lock lock(mutex_);
+        return cv_.wait_for(lock, timeout, [&] { return plan.waiting >= n; });
+    }
+    // Inside a call: parks it while the plan holds calls, then takes the next planned failure.
+    // The errno the call is to fail with, or 0.
+    int pass_locked(std::unique_lock<std::mutex>& lock, CallPlan& plan)
+    {
+        if (plan.hold) {
+            ++plan.waiting;
+            cv_.notify_all();
+            cv_.wait(lock, [&] { return !plan.hold; });
+            --plan.waiting;
+        }
+        if (plan.failures_left == 0) return 0;
+        if (plan.failures_left > 0) --plan.failures_left;
+        return plan.error;
+    }
+
     mutable std::mutex mutex_;
     std::condition_variable cv_;
-    bool hold_writev_ = false;
-    bool hold_fsync_ = false;
-    int writev_waiting_ = 0;
-    int fsync_waiting_ = 0;
-    int writev_errno_ = 0;
-    int writev_failures_left_ = 0;
+    CallPlan writev_, fsync_, ftruncate_;
     int after_short_errno_ = 0;
-    int fsync_errno_ = 0;
-    int fsync_failures_left_ = 0;
-    int ftruncate_errno_ = 0;
-    int ftruncate_failures_left_ = 0;
     std::function<void()> on_writev_;
     std::vector<WritevCall> calls_;
     std::atomic<bool> eintr_once_{false};
