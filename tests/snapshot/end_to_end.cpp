@@ -108,11 +108,8 @@ TEST_CASE_METHOD(jsonlw_test::RawOutputInTempDir, "captured steps become raw-out
             } else {
                 CHECK(lp.is_null());
             }
-            std::int64_t rank = 0;
-            REQUIRE(ranks.at(i).get_int64().get(rank) == simdjson::SUCCESS);
-            CHECK(rank == std::int64_t(t.sampled_rank));
-            simdjson::dom::array top;
-            REQUIRE(tops.at(i).get_array().get(top) == simdjson::SUCCESS);
+            CHECK(rec.rank_at(i) == std::int64_t(t.sampled_rank));
+            const simdjson::dom::array top = rec.top_at(i);
             REQUIRE(top.size() == std::size_t(k));
             for (int j = 0; j < k; ++j) {
                 std::int64_t top_id = 0;

@@ -166,29 +166,26 @@ TEST_CASE("GPU first-gen rows equal the CPU conversion byte for byte", "[gpu]")
 TEST_CASE("GPU capture() returns while its stream is still blocked; the batch comes later", "[gpu]")
 {
     const int rows = 64, v = 152064;
-    const RandomStep step(LogitDType::bf16, rows, v, 61);
     const TestStream ts;
     const cudaStream_t stream = ts.stream;
-    Collector c;
-    auto stage = SnapshotStage::create(config_for(rows, v), Backend::cuda, c.sink());
-    std::vector<RowMeta> meta(rows);
-    const LogitsView view = step.view(ts.device);
+    StepCapture t(LogitDType::bf16, rows, v, 61, config_for(rows, v), ts.device);
+    Collector& c = t.c;
     // Warm up (first launches load modules), then time.
-    REQUIRE(stage->capture(view, step.device.ids(), meta, stream) == CaptureResult::enqueued);
-    REQUIRE(stage->drain(30s));
+    REQUIRE(t.capture(stream) == CaptureResult::enqueued);
+    REQUIRE(t.stage->drain(30s));
     std::vector<double> us;
     for (int i = 0; i < 5; ++i) {
         Gate gate;
         CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
         const std::size_t before = c.count();
         const auto t0 = std::chrono::steady_clock::now();
-        const auto r = stage->capture(view, step.device.ids(), meta, stream);
+        const auto r = t.capture(stream);
         const auto t1 = std::chrono::steady_clock::now();
         REQUIRE(r == CaptureResult::enqueued);
         REQUIRE(c.count() == before);  // not before the stream got there
         gate.release();
         us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        REQUIRE(stage->drain(30s));
+        REQUIRE(t.stage->drain(30s));
         REQUIRE(!gate.timed_out);  // capture() returned with the gate still closed
         REQUIRE(c.count() == before + 1);
         REQUIRE(c.threads.back() != std::this_thread::get_id());
@@ -198,7 +195,7 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
 #if !defined(JSONLW_SNAPSHOT_EMULATED_DEVICE)
     CHECK(us[2] < 50.0);  // a real GPU: enqueue calls only
 #endif
-    const auto st = stage->stats();
+    const auto st = t.stage->stats();
     CHECK(st.watchdog_fires == 0);
     CHECK(st.delivered_batches == 6);
     std::printf("max |gpu - ref| of lse/logprobs: %.3g\n", g_max_abs_err);
@@ -206,27 +203,21 @@ TEST_CASE("GPU capture() returns while its stream is still blocked; the batch co
 
 TEST_CASE("GPU full ring drops the step instead of waiting", "[gpu]")
 {
-    const int rows = 8, v = 4096;
-    const RandomStep step(LogitDType::f32, rows, v, 71);
-    const TestStream ts;
-    const cudaStream_t stream = ts.stream;
-    Collector c;
-    SnapshotConfig cfg = config_for(rows, v);
+    SnapshotConfig cfg = config_for(8, 4096);
     cfg.ring_slots = 2;
-    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
-    std::vector<RowMeta> meta(rows);
-    const LogitsView view = step.view(ts.device);
+    const TestStream ts;
+    StepCapture t(LogitDType::f32, 8, 4096, 71, cfg, ts.device);
     Gate gate;  // the stream holds both slots until the third capture has returned
-    CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
-    CHECK(stage->capture(view, step.device.ids(), meta, stream) == CaptureResult::enqueued);
-    CHECK(stage->capture(view, step.device.ids(), meta, stream) == CaptureResult::enqueued);
-    CHECK(stage->capture(view, step.device.ids(), meta, stream) == CaptureResult::dropped);
+    CUDA_OK(cudaLaunchHostFunc(ts.stream, wait_gate, &gate));
+    CHECK(t.capture(ts.stream) == CaptureResult::enqueued);
+    CHECK(t.capture(ts.stream) == CaptureResult::enqueued);
+    CHECK(t.capture(ts.stream) == CaptureResult::dropped);
     gate.release();
-    REQUIRE(stage->drain(30s));
+    REQUIRE(t.stage->drain(30s));
     CHECK(!gate.timed_out);
-    CHECK(c.count() == 2);
-    CHECK(stage->stats().dropped_steps == 1);
-    CHECK(stage->stats().delivered_batches == 2);
+    CHECK(t.c.count() == 2);
+    CHECK(t.stage->stats().dropped_steps == 1);
+    CHECK(t.stage->stats().delivered_batches == 2);
 }
 
 TEST_CASE("GPU ties spread over every tile overflow the merge's shared-memory cap and stay exact", "[gpu]")

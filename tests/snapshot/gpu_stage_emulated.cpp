@@ -146,21 +146,17 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
 TEST_CASE("Emulated GPU: a refused launch fails that step alone; the next one is exact", "[gpu][emulated]")
 {
     DeviceReset restore;
-    const int rows = 3, v = 1000;
-    const RandomStep step(LogitDType::bf16, rows, v, 121);
-    Collector c;
-    SnapshotConfig cfg = config_for(rows, v);
-    auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
-    std::vector<RowMeta> meta(rows);
+    const SnapshotConfig cfg = config_for(3, 1000);
+    StepCapture t(LogitDType::bf16, 3, 1000, 121, cfg);
     jsonlw::emu::fail_next_launch(cudaErrorLaunchOutOfResources);
-    REQUIRE(stage->capture(step.view(0), step.device.ids(), meta, nullptr) == CaptureResult::enqueued);
-    REQUIRE(stage->capture(step.view(0), step.device.ids(), meta, nullptr) == CaptureResult::enqueued);
-    REQUIRE(stage->drain(30s));
-    REQUIRE(c.count() == 2);
-    CHECK(c.failed[0]);
-    CHECK(!c.failed[1]);
-    CHECK(stage->stats().last_error == "kernel launch: cudaErrorLaunchOutOfResources (too many resources requested for launch)");
-    compare_rows(c.rows[1], step.host, step.sampled, cfg.k);
+    REQUIRE(t.capture(nullptr) == CaptureResult::enqueued);
+    REQUIRE(t.capture(nullptr) == CaptureResult::enqueued);
+    REQUIRE(t.stage->drain(30s));
+    REQUIRE(t.c.count() == 2);
+    CHECK(t.c.failed[0]);
+    CHECK(!t.c.failed[1]);
+    CHECK(t.stage->stats().last_error == "kernel launch: cudaErrorLaunchOutOfResources (too many resources requested for launch)");
+    compare_rows(t.c.rows[1], t.step.host, t.step.sampled, cfg.k);
 }
 
 TEST_CASE("Emulated GPU: a device allocation that fails makes create() throw, naming it", "[gpu][emulated]")

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -280,6 +281,27 @@ struct RandomStep {
         return LogitsView{device.logits.p, host.dtype, host.rows, host.vocab, host.vocab,
                           device_id};
     }
+};
+
+// A seeded step and what captures it: a collector, a CUDA-backend stage made from `config`, and
+// the rows' meta. capture(stream) captures the step once, on `stream`, from `device_id`.
+struct StepCapture {
+    StepCapture(LogitDType dt, int rows, int vocab, std::uint64_t seed, const SnapshotConfig& config,
+                int device_id = 0)
+        : step(dt, rows, vocab, seed), view(step.view(device_id)), meta(std::size_t(rows)),
+          stage(SnapshotStage::create(config, Backend::cuda, c.sink()))
+    {
+    }
+    CaptureResult capture(cudaStream_t stream)
+    {
+        return stage->capture(view, step.device.ids(), meta, stream);
+    }
+
+    const RandomStep step;
+    const LogitsView view;
+    std::vector<RowMeta> meta;
+    Collector c;
+    std::unique_ptr<SnapshotStage> stage;  // last: destroyed first
 };
 
 // A non-blocking stream on the current device, destroyed with this object (declare it before

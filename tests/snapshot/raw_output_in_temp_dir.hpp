@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <simdjson.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +27,21 @@ struct TokenRecord {
     simdjson::dom::element doc;
     std::uint64_t id = 0;
     simdjson::dom::array ids, lps, ranks, tops;
+
+    // Step i's rank, required to be an integer.
+    std::int64_t rank_at(std::size_t i) const
+    {
+        std::int64_t rank = 0;
+        REQUIRE(ranks.at(i).get_int64().get(rank) == simdjson::SUCCESS);
+        return rank;
+    }
+    // Step i's top logprobs, required to be an array.
+    simdjson::dom::array top_at(std::size_t i) const
+    {
+        simdjson::dom::array top;
+        REQUIRE(tops.at(i).get_array().get(top) == simdjson::SUCCESS);
+        return top;
+    }
 };
 
 struct RawOutputInTempDir {
