@@ -149,16 +149,11 @@ bool OtlpRecords::log_record(simdjson::dom::element rec)
     JsonLine line(buf_);
     line.begin_object();
     // The members, then traceparent last (where the writers put it).
-    simdjson::dom::array list;
-    if (values.get(list)) return fail("body.kvlistValue.values is not an array");
-    for (const auto kv : list) {
-        std::string_view key;
-        simdjson::dom::element v;
-        if (kv.type() != simdjson::dom::element_type::OBJECT || kv["key"].get(key) || kv["value"].get(v))
-            return fail("a body member is not {\"key\":…,\"value\":…}");
-        line.key(key);
-        if (!any_value(line, v, 1)) return false;
-    }
+    const bool members = each_key_value(
+        values, "body.kvlistValue.values is not an array",
+        "a body member is not {\"key\":…,\"value\":…}",
+        [&](std::string_view key, simdjson::dom::element v) { return any_value(line.key(key), v, 1); });
+    if (!members) return false;
     if (!trace_id.empty()) {
         const std::string tp = fmt::format("00-{}-{}-{:02x}", trace_id, span_id, flags & 0xffu);
         line.key("traceparent").string(tp);
@@ -168,22 +163,34 @@ bool OtlpRecords::log_record(simdjson::dom::element rec)
     return true;
 }
 
-bool OtlpRecords::check_attributes(simdjson::dom::element list)
+template <class F>
+bool OtlpRecords::each_key_value(simdjson::dom::element list, const char* not_array,
+                                 const char* not_member, F f)
 {
-    scratch_.clear();
-    JsonLine out(scratch_);
     simdjson::dom::array items;
-    if (list.get(items)) return fail("attributes is not an array");
+    if (list.get(items)) return fail(not_array);
     for (const auto kv : items) {
         std::string_view key;
         simdjson::dom::element v;
         if (kv.type() != simdjson::dom::element_type::OBJECT || kv["key"].get(key) || kv["value"].get(v))
-            return fail("an attribute is not {\"key\":…,\"value\":…}");
-        out.begin_array();
-        if (!any_value(out, v, 1)) return false;
-        out.end_array();
+            return fail(not_member);
+        if (!f(key, v)) return false;
     }
     return true;
+}
+
+bool OtlpRecords::check_attributes(simdjson::dom::element list)
+{
+    scratch_.clear();
+    JsonLine out(scratch_);
+    return each_key_value(list, "attributes is not an array",
+                          "an attribute is not {\"key\":…,\"value\":…}",
+                          [&](std::string_view, simdjson::dom::element v) {
+                              out.begin_array();
+                              if (!any_value(out, v, 1)) return false;
+                              out.end_array();
+                              return true;
+                          });
 }
 
 bool OtlpRecords::any_value(JsonLine& out, simdjson::dom::element v, int depth)
@@ -232,17 +239,11 @@ bool OtlpRecords::any_value(JsonLine& out, simdjson::dom::element v, int depth)
 
 bool OtlpRecords::key_values(JsonLine& out, simdjson::dom::element list, int depth)
 {
-    simdjson::dom::array items;
-    if (list.get(items)) return fail("kvlistValue.values is not an array");
     out.begin_object();
-    for (const auto kv : items) {
-        std::string_view key;
-        simdjson::dom::element v;
-        if (kv.type() != simdjson::dom::element_type::OBJECT || kv["key"].get(key) || kv["value"].get(v))
-            return fail("a kvlist member is not {\"key\":…,\"value\":…}");
-        out.key(key);
-        if (!any_value(out, v, depth)) return false;
-    }
+    const bool members = each_key_value(
+        list, "kvlistValue.values is not an array", "a kvlist member is not {\"key\":…,\"value\":…}",
+        [&](std::string_view key, simdjson::dom::element v) { return any_value(out.key(key), v, depth); });
+    if (!members) return false;
     out.end_object();
     return true;
 }

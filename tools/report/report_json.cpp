@@ -3,6 +3,8 @@
 #include <jsonlw/json_line.hpp>
 
 #include <cmath>
+#include <string>
+#include <string_view>
 
 namespace jsonlw::tools {
 
@@ -11,6 +13,14 @@ namespace {
 // ms to the nanosecond: a span of exactly 1 ms between two steady-clock stamps near 1000 s
 // computes as 1.0000000000331966; rounding shows what was measured.
 double rounded(double v) noexcept { return std::round(v * 1e6) / 1e6; }
+
+// An error message, null when there was none.
+void error_or_null(JsonLine& j, std::string_view key, const std::string& error)
+{
+    j.key(key);
+    if (error.empty()) j.null();
+    else j.string(error);
+}
 
 void summary(JsonLine& j, const Summary& s)
 {
@@ -61,9 +71,7 @@ std::string report_json(const Report& r)
         for (const auto& m : f.malformed_lines)
             j.begin_object().field("line", m.line).field("offset", m.offset).field("error", std::string_view(m.error)).end_object();
         j.end_array();
-        j.key("error");
-        if (f.error.empty()) j.null();
-        else j.string(f.error);
+        error_or_null(j, "error", f.error);
         j.end_object();
     }
     j.end_array();
@@ -120,9 +128,7 @@ std::string report_json(const Report& r)
     j.field("outputs", raw.with_first_gen).field("items", raw.first_gen_items).field("bad", raw.first_gen_bad);
     counts(j, "dtypes", CountMap(raw.first_gen_dtypes.begin(), raw.first_gen_dtypes.end()));
     j.field("overflow_to_inf", raw.first_gen_overflow_to_inf);
-    j.key("first_error");
-    if (raw.first_gen_first_error.empty()) j.null();
-    else j.string(raw.first_gen_first_error);
+    error_or_null(j, "first_error", raw.first_gen_first_error);
     j.end_object();
     j.end_object();
 
@@ -149,9 +155,8 @@ std::string report_json(const Report& r)
         j.field("counts_consistent", c.counts_consistent).field("closed", c.closed).field("shards", c.shards);
         j.field("records", c.records).field("bad", c.bad).field("submitted", c.submitted);
         j.field("persisted", c.persisted).field("dropped", c.dropped).field("unknown", c.unknown);
-        j.field("pending", c.pending).key("error");
-        if (c.error.empty()) j.null();
-        else j.string(c.error);
+        j.field("pending", c.pending);
+        error_or_null(j, "error", c.error);
         j.end_object();
     }
     j.end_array();

@@ -53,15 +53,21 @@ void TraceAccumulator::count(CountMap& m, std::string_view key, std::uint64_t n)
     else other_values += n;
 }
 
+void TraceAccumulator::add_common(object rec, std::vector<std::uint64_t>& ids, CountMap& status)
+{
+    bool ok = false;
+    const std::uint64_t h = hash_id(rec, ok);
+    if (ok) ids.push_back(h);
+    std::string_view s;
+    if (rec.at_key("status").get(s) == simdjson::SUCCESS) count(status, s);
+    else ++other_values;
+}
+
 void TraceAccumulator::add_request(object rec)
 {
     ++requests;
-    bool ok = false;
-    const std::uint64_t h = hash_id(rec, ok);
-    if (ok) request_ids_.push_back(h);
+    add_common(rec, request_ids_, request_status);
     std::string_view s;
-    if (rec.at_key("status").get(s) == simdjson::SUCCESS) count(request_status, s);
-    else ++other_values;
     if (rec.at_key("route").get(s) == simdjson::SUCCESS) count(routes, s);
     element e;
     if (rec.at_key("body_parse_error").get(e) == simdjson::SUCCESS) ++body_parse_errors;
@@ -98,12 +104,8 @@ void TraceAccumulator::add_request(object rec)
 void TraceAccumulator::add_response(object rec)
 {
     ++responses;
-    bool ok = false;
-    const std::uint64_t h = hash_id(rec, ok);
-    if (ok) response_ids_.push_back(h);
+    add_common(rec, response_ids_, response_status);
     std::string_view s;
-    if (rec.at_key("status").get(s) == simdjson::SUCCESS) count(response_status, s);
-    else ++other_values;
     std::int64_t code = 0;
     if (rec.at_key("http_status").get(code) == simdjson::SUCCESS) {
         char buf[24];

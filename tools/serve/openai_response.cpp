@@ -185,6 +185,19 @@ void append_event(std::string& out, const LineBuffer& buf)
     out.append(prefix).append(buf.data(), buf.size()).append(suffix);
 }
 
+// A response's or a chunk's object up to its one choice's index, and for /v1/completions the
+// choice's text: true. For chat (false) the caller writes the message or the delta.
+bool begin_choice(JsonLine& j, const CompletionRequest& req, const ResponseMeta& meta,
+                  std::span<const GeneratedToken> tokens, bool chunk)
+{
+    write_head(j, meta, object_name(req.endpoint, chunk));
+    j.key("choices"_key).begin_array().begin_object().field("index"_key, 0);
+    if (req.endpoint != Endpoint::completions) return false;
+    j.key("text"_key);
+    write_text(j, tokens);
+    return true;
+}
+
 }  // namespace
 
 std::string_view token_text(std::int32_t id) noexcept
@@ -199,12 +212,7 @@ std::string completion_body(const CompletionRequest& req, const ResponseMeta& me
 {
     LineBuffer& buf = scratch();
     JsonLine j(buf);
-    write_head(j, meta, object_name(req.endpoint, false));
-    j.key("choices"_key).begin_array().begin_object().field("index"_key, 0);
-    if (req.endpoint == Endpoint::completions) {
-        j.key("text"_key);
-        write_text(j, tokens);
-    } else {
+    if (!begin_choice(j, req, meta, tokens, false)) {
         j.key("message"_key).begin_object().field("role"_key, "assistant").key("content"_key);
         write_text(j, tokens);
         j.end_object();
@@ -223,12 +231,7 @@ void append_chunk_event(std::string& out, const CompletionRequest& req, const Re
 {
     LineBuffer& buf = scratch();
     JsonLine j(buf);
-    write_head(j, meta, object_name(req.endpoint, true));
-    j.key("choices"_key).begin_array().begin_object().field("index"_key, 0);
-    if (req.endpoint == Endpoint::completions) {
-        j.key("text"_key);
-        write_text(j, tokens);
-    } else {
+    if (!begin_choice(j, req, meta, tokens, true)) {
         // OpenAI's closing chunk has an empty delta; its first always carries the role.
         j.key("delta"_key).begin_object();
         if (first_chunk) j.field("role"_key, "assistant");

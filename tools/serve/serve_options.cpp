@@ -3,6 +3,7 @@
 #include "../demo/option_number.hpp"
 
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace jsonlw::serve {
@@ -16,6 +17,20 @@ bool milliseconds(std::string_view s, std::chrono::milliseconds& out)
     if (!option_number(s, ms) || ms == 0 || ms > 24ull * 3600 * 1000) return false;
     out = std::chrono::milliseconds(ms);
     return true;
+}
+
+// The timeout an option sets, in milliseconds (null: not a timeout option).
+std::chrono::milliseconds ServeOptions::*timeout_of(std::string_view flag)
+{
+    static constexpr std::pair<std::string_view, std::chrono::milliseconds ServeOptions::*> timeouts[] = {
+        {"--header-timeout-ms", &ServeOptions::request_timeout},
+        {"--idle-timeout-ms", &ServeOptions::idle_timeout},
+        {"--write-timeout-ms", &ServeOptions::write_timeout},
+        {"--shutdown-timeout-ms", &ServeOptions::shutdown_timeout},
+    };
+    for (const auto& [name, field] : timeouts)
+        if (flag == name) return field;
+    return nullptr;
 }
 
 }  // namespace
@@ -63,18 +78,9 @@ bool parse_serve_options(std::span<char*> args, ServeOptions& o, std::string& er
         } else if (a == "--body-limit") {
             if (!value()) return false;
             if (!option_number(v, o.body_limit) || o.body_limit == 0) return bad();
-        } else if (a == "--header-timeout-ms") {
+        } else if (const auto timeout = timeout_of(a)) {
             if (!value()) return false;
-            if (!milliseconds(v, o.request_timeout)) return bad();
-        } else if (a == "--idle-timeout-ms") {
-            if (!value()) return false;
-            if (!milliseconds(v, o.idle_timeout)) return bad();
-        } else if (a == "--write-timeout-ms") {
-            if (!value()) return false;
-            if (!milliseconds(v, o.write_timeout)) return bad();
-        } else if (a == "--shutdown-timeout-ms") {
-            if (!value()) return false;
-            if (!milliseconds(v, o.shutdown_timeout)) return bad();
+            if (!milliseconds(v, o.*timeout)) return bad();
         } else if (a == "--model-name") {
             if (!value()) return false;
             if (v.empty()) return bad();

@@ -43,6 +43,10 @@ private:
     bool log_record(simdjson::dom::element rec);
     bool any_value(JsonLine& out, simdjson::dom::element v, int depth);
     bool key_values(JsonLine& out, simdjson::dom::element list, int depth);
+    // f(key, value) for each {"key":…,"value":…} of `list`; false when `list` is not an array
+    // (failing with not_array), a member is not such an object (not_member), or f is false.
+    template <class F>
+    bool each_key_value(simdjson::dom::element list, const char* not_array, const char* not_member, F f);
     // A KeyValue list (resource or record attributes): checked, not kept.
     bool check_attributes(simdjson::dom::element list);
 

@@ -39,6 +39,9 @@ public:
 private:
     std::vector<std::uint64_t> request_ids_, response_ids_;  // hashes of trace_id
     void count(CountMap& m, std::string_view key, std::uint64_t n = 1);
+    // What a request and a response record both carry: the trace id's hash into `ids`, the
+    // status into `status`.
+    void add_common(simdjson::dom::object rec, std::vector<std::uint64_t>& ids, CountMap& status);
 };
 
 // One sidecar, checked with jsonlw::verify_request_trace_shards plus its own counts.
