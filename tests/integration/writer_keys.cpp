@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -190,4 +191,91 @@ TEST_CASE("keys are grouped the same when records were serialized ahead on helpe
         (i % 2 ? odd : even).push_back(R"({"id":)" + std::to_string(i) + "}");
     CHECK(texts_under(*sink, "even") == even);
     CHECK(texts_under(*sink, "odd") == odd);
+}
+
+namespace {
+
+// A key() that an intermediate base overrides and the leaf inherits, and a write_batch()
+// override: the engine must still call both (detail::encoder_shape reads the leaf's type).
+class EvenOddBase : public jsonlw::RecordEncoder<Rec> {
+public:
+    void serialize(const Rec& r, jsonlw::JsonLine& line) override
+    {
+        line.begin_object().field("id", r.id).end_object();
+    }
+    void key(const Rec& r, std::string& key) override { key += r.id % 2 ? "odd" : "even"; }
+};
+class InheritedKey final : public EvenOddBase {};
+class OwnBatch final : public EvenOddBase {
+public:
+    void write_batch(std::span<const Rec> batch, jsonlw::BatchOutput<Rec>& out) override
+    {
+        ++batches;
+        out.write_lines("all", out.serialize_batch(batch));
+    }
+    int batches = 0;
+};
+class NoLayout final : public jsonlw::RecordEncoder<Rec> {
+public:
+    void serialize(const Rec& r, jsonlw::JsonLine& line) override
+    {
+        line.begin_object().field("id", r.id).end_object();
+    }
+};
+
+using jsonlw::detail::encoder_shape;
+static_assert(!encoder_shape<NoLayout, Rec>().keyed && !encoder_shape<NoLayout, Rec>().own_write_batch);
+static_assert(encoder_shape<InheritedKey, Rec>().keyed && !encoder_shape<InheritedKey, Rec>().own_write_batch);
+static_assert(encoder_shape<OwnBatch, Rec>().keyed && encoder_shape<OwnBatch, Rec>().own_write_batch);
+// Known only by its base: both are called, which is always correct.
+static_assert(encoder_shape<jsonlw::RecordEncoder<Rec>, Rec>().keyed &&
+              encoder_shape<jsonlw::RecordEncoder<Rec>, Rec>().own_write_batch);
+
+std::vector<std::string> ids(int from, int to, int step)
+{
+    std::vector<std::string> out;
+    for (int i = from; i < to; i += step) out.push_back(R"({"id":)" + std::to_string(i) + "}");
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the engine reads from the encoder's type which layout functions it overrides, inherited or type-erased alike", "[integration][keys]")
+{
+    Harness h;
+    SECTION("a key() inherited from an intermediate base still names the groups")
+    {
+        auto sink = std::make_shared<jsonlw::MemorySink>();
+        jsonlw::JsonlRecordWriter<Rec> w(h.executor(), keyed_options(h, sink),
+                                         std::make_shared<InheritedKey>());
+        for (int i = 0; i < 6; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
+        h.start(w);
+        CHECK(close(w).stats.written == 6);
+        CHECK(sink->appends() == 2);
+        CHECK(texts_under(*sink, "even") == ids(0, 6, 2));
+        CHECK(texts_under(*sink, "odd") == ids(1, 6, 2));
+    }
+    SECTION("an encoder handed over as RecordEncoder<Rec> keeps its key()")
+    {
+        auto sink = std::make_shared<jsonlw::MemorySink>();
+        std::shared_ptr<jsonlw::RecordEncoder<Rec>> erased = std::make_shared<InheritedKey>();
+        jsonlw::JsonlRecordWriter<Rec> w(h.executor(), keyed_options(h, sink), erased);
+        for (int i = 0; i < 6; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
+        h.start(w);
+        CHECK(close(w).stats.written == 6);
+        CHECK(sink->appends() == 2);
+        CHECK(texts_under(*sink, "odd") == ids(1, 6, 2));
+    }
+    SECTION("a write_batch() override is called once per batch, its key() unused")
+    {
+        auto sink = std::make_shared<jsonlw::MemorySink>();
+        auto enc = std::make_shared<OwnBatch>();
+        jsonlw::JsonlRecordWriter<Rec> w(h.executor(), keyed_options(h, sink), enc);
+        for (int i = 0; i < 6; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
+        h.start(w);
+        CHECK(close(w).stats.written == 6);
+        CHECK(enc->batches == 1);
+        CHECK(sink->appends() == 1);
+        CHECK(texts_under(*sink, "all") == ids(0, 6, 1));
+    }
 }

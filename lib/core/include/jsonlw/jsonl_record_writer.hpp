@@ -19,6 +19,8 @@
 #pragma once
 
 #include <jsonlw/append_result.hpp>
+#include <jsonlw/detail/bounded_ring.hpp>
+#include <jsonlw/detail/full_queue.hpp>
 #include <jsonlw/detail/record_engine.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/json_line.hpp>
@@ -39,6 +41,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -62,11 +65,20 @@ public:
 
     // Reads the options once; allocates the queue. Creates nothing on disk until start().
     // `encoder` (not null: std::invalid_argument) is kept until the engine is done with it.
+    // The encoder's type tells the engine which layout functions it overrides
+    // (detail::encoder_shape, record_encoder.hpp).
+    template <class Encoder>
+        requires std::derived_from<Encoder, RecordEncoder<Record>>
+    JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts,
+                      std::shared_ptr<Encoder> encoder)
+        : JsonlRecordWriter(std::move(ex), std::move(opts), std::move(encoder),
+                            detail::encoder_shape<Encoder, Record>())
+    {
+    }
     JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts,
                       std::shared_ptr<RecordEncoder<Record>> encoder)
-        : core_(std::make_shared<detail::WriterCore>(std::move(ex), std::move(opts))),
-          engine_(core_, encoder ? std::move(encoder)
-                                 : throw std::invalid_argument("JsonlRecordWriter: no encoder"))
+        : JsonlRecordWriter(std::move(ex), std::move(opts), std::move(encoder),
+                            detail::EncoderShape{})
     {
     }
     // For a subclass: its virtual functions below are the encoder.
@@ -89,7 +101,14 @@ public:
 
     // Never blocks (but under Overflow::block, where it waits at most block_timeout); takes
     // no lock, makes no system call, allocates nothing beyond moving the record.
-    SubmitResult submit(Record rec) { return engine_.submit(rec); }
+    SubmitResult submit(Record rec)
+    {
+        if (!core_->accepting()) [[unlikely]]
+            return refused();
+        std::uint64_t pos = 0;  // set by a push that went in
+        if (const auto r = pushed(ring_.try_push(rec, pos), pos)) return *r;
+        return detail::FullQueue<Record>::submit(*core_, ring_, rec);
+    }
 
     // Like submit(), but the record is built in its queue cell from `args` — no temporary
     // to move. Needs a constructor that cannot throw; when the queue is full, the record is
@@ -98,7 +117,13 @@ public:
         requires std::is_nothrow_constructible_v<Record, Args&&...>
     SubmitResult emplace(Args&&... args)
     {
-        return engine_.emplace(std::forward<Args>(args)...);
+        if (!core_->accepting()) [[unlikely]]
+            return refused();
+        std::uint64_t pos = 0;  // set by a push that went in
+        const auto make = [&](void* at) noexcept { ::new (at) Record(std::forward<Args>(args)...); };
+        if (const auto r = pushed(ring_.try_push_with(make, pos), pos)) return *r;
+        Record rec(std::forward<Args>(args)...);
+        return detail::FullQueue<Record>::submit(*core_, ring_, rec);
     }
 
     // Like submit(), but under Overflow::block it waits for room without blocking its thread
@@ -107,7 +132,16 @@ public:
     auto async_submit(Record rec, Token&& token)
     {
         return boost::asio::async_initiate<Token, void(SubmitResult)>(
-            [this](auto handler, Record r) { engine_.async_submit(std::move(r), std::move(handler)); },
+            [this](auto handler, Record r) {
+                if (core_->options().overflow != Overflow::block || !core_->accepting()) {
+                    const SubmitResult res = submit(std::move(r));
+                    boost::asio::post(core_->executor(),
+                                      boost::asio::append(std::move(handler), res));
+                    return;
+                }
+                detail::FullQueue<Record>::submit_async(core_, ring_, std::move(r),
+                                                        std::move(handler));
+            },
             token, std::move(rec));
     }
 
@@ -254,37 +288,49 @@ protected:
 private:
     friend class detail::WriterHooks<Record>;
 
+    JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts,
+                      std::shared_ptr<RecordEncoder<Record>> encoder, detail::EncoderShape shape)
+        : core_(std::make_shared<detail::WriterCore>(std::move(ex), std::move(opts))),
+          ring_(core_->options().queue_capacity),
+          engine_(core_, ring_,
+                  encoder ? std::move(encoder)
+                          : throw std::invalid_argument("JsonlRecordWriter: no encoder"),
+                  shape)
+    {
+    }
+    using Ring = detail::BoundedRing<Record>;
+
+    // A push that went in (or found the queue closed), counted and answered — the drain
+    // woken if it parked; nullopt when the queue was full (the overflow policy's turn).
+    std::optional<SubmitResult> pushed(typename Ring::Push p, std::uint64_t pos) noexcept
+    {
+        switch (p) {
+        case Ring::Push::ok:
+            // The drain parked (or lingers for a batch): wake it. One load when it is awake.
+            if (const std::uint8_t seen = doorbell_.load(std::memory_order_seq_cst)) [[unlikely]]
+                core_->wake_drain(seen, pos);
+            return SubmitResult::accepted;
+        case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
+        case Ring::Push::full: break;
+        }
+        return std::nullopt;
+    }
+    SubmitResult refused() noexcept
+    {
+        if (core_->state() == detail::WriterCore::State::closed) {
+            core_->count_closed();
+            return SubmitResult::closed;
+        }
+        return SubmitResult::disabled;
+    }
+
     std::shared_ptr<detail::WriterCore> core_;
-    detail::RecordEngine<Record> engine_;  // the queue, the staged batches, serialization
+    const std::atomic<std::uint8_t>& doorbell_ = core_->doorbell();  // the drain's, in core_
+    Ring ring_;                            // the queue: producers push, the I/O thread pops
+    detail::RecordEngine<Record> engine_;  // the I/O thread's side: the unit, serialization
 };
 
-namespace detail {
-
-// The encoder of a writer subclass: forwards to the writer's virtual functions. Owned by the
-// writer's engine; runs where RecordEncoder's functions run.
-template <class Record>
-class WriterHooks final : public RecordEncoder<Record> {
-public:
-    explicit WriterHooks(JsonlRecordWriter<Record>& w) noexcept : w_(w) {}
-    void serialize(const Record& rec, JsonLine& line) override { w_.serialize(rec, line); }
-    void write_batch(std::span<const Record> batch, BatchOutput<Record>&) override
-    {
-        w_.write_batch(batch);
-    }
-    std::size_t record_bytes(const Record& rec) const noexcept override
-    {
-        return w_.record_bytes(rec);
-    }
-    bool malformed_error(const std::exception& e) const noexcept override
-    {
-        return w_.malformed_error(e);
-    }
-    bool concurrent_serialize() const noexcept override { return w_.concurrent_serialize(); }
-    void begin_chunk(std::span<const Record> chunk) noexcept override { w_.begin_chunk(chunk); }
-
-private:
-    JsonlRecordWriter<Record>& w_;
-};
-
-}  // namespace detail
 }  // namespace jsonlw
+
+// The subclass adapter: defined after the writer whose virtual functions it forwards.
+#include <jsonlw/detail/subclass_encoder.hpp>

@@ -30,6 +30,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace jsonlw {
 
@@ -111,4 +112,35 @@ protected:
     static std::size_t serializer_slot() noexcept { return detail::current_serializer_slot(); }
 };
 
+namespace detail {
+
+// Which of RecordEncoder's layout functions an encoder type overrides, read at compile time
+// by JsonlRecordWriter's constructor. The engine writes a batch of an encoder that keeps the
+// default write_batch() and key() under its one key with no call per record; one known only
+// as RecordEncoder<Record> (or whose functions cannot be named unambiguously) counts as
+// overriding both, which is always correct, only slower.
+struct EncoderShape {
+    bool own_write_batch = true;  // write_batch() overridden: the engine calls it
+    bool keyed = true;            // key() overridden: the engine asks it per record
+};
+
+template <class Encoder, class Record>
+constexpr EncoderShape encoder_shape() noexcept
+{
+    EncoderShape shape;
+    if constexpr (!std::is_same_v<Encoder, RecordEncoder<Record>>) {
+        if constexpr (requires { &Encoder::write_batch; })
+            shape.own_write_batch =
+                !std::is_same_v<decltype(&Encoder::write_batch),
+                                void (RecordEncoder<Record>::*)(std::span<const Record>,
+                                                                BatchOutput<Record>&)>;
+        if constexpr (requires { &Encoder::key; })
+            shape.keyed = !std::is_same_v<decltype(&Encoder::key),
+                                          void (RecordEncoder<Record>::*)(const Record&,
+                                                                          std::string&)>;
+    }
+    return shape;
+}
+
+}  // namespace detail
 }  // namespace jsonlw

@@ -165,7 +165,7 @@ WriterStats WriterCore::stats() const noexcept
     d.accounting.snapshot(s);  // before the push count: see snapshot()
     s.files_closed = d.sinks.files_closed();
     std::uint64_t pushes = 0;
-    if (Impl::Guard g{d}) pushes = hooks_ ? hooks_->claimed() : 0;
+    if (Impl::Guard g{d}) pushes = ring_ ? ring_->claimed() : 0;
     else pushes = final_pushes_.load(std::memory_order_acquire);
     const std::uint64_t resolved = s.written + s.unknown + s.dropped.total() -
                                    s.dropped.queue_full - s.dropped.closed;

@@ -19,7 +19,7 @@ void WriterCore::Impl::abandon()
     drain.request_yield();
     handoff.lock();
     if (const std::size_t n = handoff.abandon()) accounting.count_unknown(n);
-    if (Guard g{*this}) accounting.count_shutdown(self.hooks_->discard_queued());
+    if (Guard g{*this}) accounting.count_shutdown(self.units_->discard_queued());
     handoff.unlock();
     accounting.say(LogLevel::warning, &WriterMessages::close_timed_out);
     if (Guard g{*this}) sinks.close_abandoned();
@@ -47,12 +47,12 @@ void WriterCore::Impl::on_close_request(asio::any_completion_handler<void(error_
     self.state_.store(State::closed, std::memory_order_release);
     {
         Guard g(*this);
-        if (g) self.hooks_->close_intake();
+        if (g) self.ring_->close();
     }
     if (!drain.running()) {
         // Never started: nothing will write what was queued.
         std::size_t n = 0;
-        if (Guard g{*this}) n = self.hooks_->discard_queued();
+        if (Guard g{*this}) n = self.units_->discard_queued();
         accounting.count_shutdown(n);
         finish(n == 0);
         return;
@@ -90,11 +90,11 @@ void WriterCore::async_reopen_impl(asio::any_completion_handler<void(error_code)
 void WriterCore::async_flush_impl(asio::any_completion_handler<void(error_code)> h)
 {
     const State s = state();
-    if (s == State::inert || s == State::disabled || !hooks_) {
+    if (s == State::inert || s == State::disabled || !units_) {
         impl_->waiters.complete(std::move(h), error_code{});
         return;
     }
-    const std::uint64_t target = hooks_->claimed();
+    const std::uint64_t target = ring_->claimed();
     asio::post(impl_->strand, [core = shared_from_this(), target, h = std::move(h)]() mutable {
         Impl& d = *core->impl_;
         if (d.waiters.finished()) {
@@ -119,7 +119,7 @@ void WriterCore::async_close_impl(
     // refused (and counted), whenever the strand gets to the rest.
     if (s == State::created || s == State::running) {
         state_.store(State::closed, std::memory_order_release);
-        if (hooks_) hooks_->close_intake();
+        if (units_) ring_->close();
     }
     asio::post(impl_->strand, [core = shared_from_this(), h = std::move(h)]() mutable {
         core->impl_->on_close_request(std::move(h));

@@ -1,5 +1,6 @@
 // Drain (see drain.hpp): the coroutine on the strand, its idle polls and parks, its linger,
-// its hops to the I/O thread; and the wake-up a producer's submit() posts to it.
+// its hops to the I/O thread and what it has done there (a step of units, the final close,
+// fsyncs, the sink's reopen and tick); and the wake-up a producer's submit() posts to it.
 #include "drain.hpp"
 
 #include "writer_core_impl.hpp"
@@ -19,6 +20,10 @@ namespace jsonlw::detail {
 namespace asio = boost::asio;
 
 namespace {
+
+// Units the I/O thread writes per hop before returning to the strand (which completes
+// flushes): bounds flush latency without a hop per batch under load.
+constexpr int units_per_hop = 16;
 
 // How long the drain keeps polling an empty queue (every idle_poll) before it parks.
 constexpr std::chrono::milliseconds park_after{50};
@@ -85,7 +90,7 @@ auto Drain::on_io(IoTask task)
                 return;
             }
             asio::post(d.io_ex, [this, &d, task, l = d.life, h = std::move(handler)]() mutable {
-                d.run_io_task(task);
+                run_io(task);
                 if (task == IoTask::step) fsync_due_io_ = d.sinks.sync_due();
                 tick_due_io_ = d.sinks.next_tick();
                 asio::post(strand_, std::move(h));
@@ -93,6 +98,40 @@ auto Drain::on_io(IoTask task)
             });
         },
         asio::use_awaitable);
+}
+
+// The I/O thread, inside on_io(): one task at a time, never on the user's executor.
+void Drain::run_io(IoTask task) noexcept
+{
+    WriterCore::Impl& d = *core_.impl_;
+    switch (task) {
+    case IoTask::step: step_io(); break;
+    case IoTask::finalize:
+        d.accounting.log_queue_drops();
+        if (opts_.durability != Durability::none) d.sinks.sync();
+        d.sinks.close(opts_.durability != Durability::none);
+        break;
+    case IoTask::sync: d.sinks.sync(); break;
+    case IoTask::reopen: d.sinks.reopen(); break;
+    case IoTask::tick: d.sinks.tick(); break;
+    }
+}
+
+// The I/O thread: the typed engine runs units from the queue to the sinks
+// (RecordEngine::run_unit, record_engine.hpp) until the queue runs short, the writer is
+// going, or a flush or close wants the strand; then the queue-drop log and a due fsync.
+void Drain::step_io() noexcept
+{
+    WriterCore::Impl& d = *core_.impl_;
+    WriterCore::Impl::Guard g(d);
+    if (!g) return;
+    for (int i = 0; i < units_per_hop; ++i) {
+        if (!core_.units_->run_unit(d.unit) || d.life->detaching.load(std::memory_order_relaxed) ||
+            yield_requested())
+            break;
+    }
+    d.accounting.log_queue_drops();
+    if (d.sinks.sync_overdue()) d.sinks.sync();
 }
 
 asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
@@ -121,7 +160,7 @@ asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
     {
         WriterCore::Impl::Guard g(d);
         if (!g) co_return false;
-        if (core_.hooks_->claimed() != consumed) {
+        if (core_.ring_->claimed() != consumed) {
             doorbell_.store(awake, std::memory_order_seq_cst);
             co_return true;
         }
@@ -156,7 +195,7 @@ asio::awaitable<bool> Drain::linger(std::uint64_t consumed)
     {
         WriterCore::Impl::Guard g(d);
         if (!g) co_return false;
-        filled = core_.hooks_->claimed() - consumed >= opts_.batch_records;
+        filled = core_.ring_->claimed() - consumed >= opts_.batch_records;
     }
     if (!filled) {
         boost::system::error_code ec;
@@ -176,8 +215,8 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
         {
             WriterCore::Impl::Guard g(d);
             if (!g) break;
-            claimed = core_.hooks_->claimed();
-            consumed = core_.hooks_->consumed();
+            claimed = core_.ring_->claimed();
+            consumed = core_.ring_->consumed();
         }
         d.waiters.complete_flushes(consumed, {});
         if (d.sinks.reopen_requested() && !closing_) {
@@ -240,7 +279,7 @@ void Drain::notify(std::uint8_t seen, std::uint64_t pos) noexcept
     post_wake();
 }
 
-void WriterCore::maybe_wake(std::uint8_t seen, std::uint64_t pos) noexcept
+void WriterCore::wake_drain(std::uint8_t seen, std::uint64_t pos) noexcept
 {
     impl_->drain.notify(seen, pos);
 }

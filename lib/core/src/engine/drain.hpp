@@ -47,7 +47,7 @@ struct WakeArena {
     }
 };
 
-// What the drain has the I/O thread do (WriterCore::Impl::run_io_task, io_thread.cpp).
+// What the drain has the I/O thread do (Drain::run_io).
 enum class IoTask { step, finalize, sync, reopen, tick };
 
 class Drain {
@@ -84,6 +84,9 @@ private:
     boost::asio::awaitable<void> run(std::shared_ptr<WriterCore> keep);
     // co_await on_io(task): runs the task on the I/O thread and resumes on the strand.
     auto on_io(IoTask task);
+    // The I/O thread: a task; a step of units.
+    void run_io(IoTask task) noexcept;
+    void step_io() noexcept;
     // The strand, at an empty queue: polls (idle_poll) or parks until a submit, a flush, a
     // close, a due fsync or a due sink tick. Returns false when the writer is gone.
     boost::asio::awaitable<bool> idle(std::uint64_t consumed);

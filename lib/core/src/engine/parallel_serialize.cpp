@@ -25,7 +25,7 @@ void WriterCore::Impl::start_serializers() noexcept
     const std::size_t wanted = std::clamp<std::size_t>(self.opts_.serializer_threads, 1,
                                                        max_serializer_threads);
     if (wanted == 1) return;
-    if (!self.hooks_ || !self.hooks_->serializes_concurrently()) {
+    if (!self.units_ || !self.units_->serializes_concurrently()) {
         accounting.log(
             LogLevel::warning,
             fmt::format("serializer_threads = {} ignored: the {} writer's serialize() is not "
@@ -73,7 +73,7 @@ bool WriterCore::preserialize(std::size_t n) noexcept
         k,
         [](void* ctx, std::size_t i) noexcept {
             auto& core = *static_cast<WriterCore*>(ctx);
-            core.hooks_->serialize_chunk(core.serial_.chunks[i], static_cast<std::uint32_t>(i),
+            core.units_->serialize_chunk(core.serial_.chunks[i], static_cast<std::uint32_t>(i),
                                          core.serial_.entries.data());
         },
         this);

@@ -8,7 +8,7 @@
 
 namespace jsonlw::detail {
 
-void SpaceWait::notify(const QueueHooks& queue) noexcept
+void SpaceWait::notify(const RingPositions& queue) noexcept
 {
     if (!block_) return;
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -17,7 +17,7 @@ void SpaceWait::notify(const QueueHooks& queue) noexcept
     // free, not after every batch — one sleep and wake-up (two context switches) per
     // quarter of the queue instead of per batch_records. (Close and shutdown wake
     // everyone anyway.)
-    if (queue.queued() + wake_free_ > std::max<std::size_t>(capacity_, 1)) return;
+    if (queue.size() + wake_free_ > std::max<std::size_t>(capacity_, 1)) return;
     std::vector<Retry> retries;
     {
         std::lock_guard lk(mu_);
@@ -28,16 +28,16 @@ void SpaceWait::notify(const QueueHooks& queue) noexcept
     for (auto& r : retries) r();
 }
 
-bool SpaceWait::wait(clock::time_point deadline, const QueueHooks& queue,
+bool SpaceWait::wait(clock::time_point deadline, const RingPositions& queue,
                      const std::atomic<bool>& detaching) noexcept
 {
     const std::size_t cap = capacity_ == 0 ? 1 : capacity_;
     std::unique_lock lk(mu_);
     waiters_.fetch_add(1, std::memory_order_seq_cst);
     bool room = true;
-    while (!detaching.load(std::memory_order_seq_cst) && queue.queued() >= cap) {
+    while (!detaching.load(std::memory_order_seq_cst) && queue.size() >= cap) {
         if (cv_.wait_until(lk, deadline) == std::cv_status::timeout) {
-            room = detaching.load() || queue.queued() < cap;
+            room = detaching.load() || queue.size() < cap;
             break;
         }
     }
@@ -45,7 +45,7 @@ bool SpaceWait::wait(clock::time_point deadline, const QueueHooks& queue,
     return room;
 }
 
-bool SpaceWait::add_async(Retry& retry, const QueueHooks* queue,
+bool SpaceWait::add_async(Retry& retry, const RingPositions* queue,
                           const std::atomic<bool>& detaching)
 {
     std::lock_guard lk(mu_);
@@ -53,7 +53,7 @@ bool SpaceWait::add_async(Retry& retry, const QueueHooks* queue,
     async_.push_back(std::move(retry));
     waiters_.fetch_add(1, std::memory_order_seq_cst);
     // A pop may have happened before we registered: retry once more now.
-    if (!queue || queue->queued() >= capacity_) return true;
+    if (!queue || queue->size() >= capacity_) return true;
     retry = std::move(async_.back());
     async_.pop_back();
     waiters_.fetch_sub(1, std::memory_order_seq_cst);
@@ -78,12 +78,12 @@ std::vector<SpaceWait::Retry> SpaceWait::take_async() noexcept
 
 bool WriterCore::wait_for_space(clock::time_point deadline) noexcept
 {
-    return impl_->space.wait(deadline, *hooks_, impl_->life->detaching);
+    return impl_->space.wait(deadline, *ring_, impl_->life->detaching);
 }
 
 void WriterCore::add_space_waiter(std::function<void()> retry)
 {
-    if (impl_->space.add_async(retry, hooks_, impl_->life->detaching)) return;
+    if (impl_->space.add_async(retry, ring_, impl_->life->detaching)) return;
     asio::post(impl_->strand, std::move(retry));
 }
 

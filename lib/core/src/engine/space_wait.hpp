@@ -4,6 +4,7 @@
 // condition and the asynchronous retries; the queue it asks about is the caller's.
 #pragma once
 
+#include <jsonlw/detail/bounded_ring.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/writer_options.hpp>
 
@@ -30,15 +31,15 @@ public:
     }
 
     // I/O thread, after a pop: wakes the waiters once enough of the queue is free.
-    void notify(const QueueHooks& queue) noexcept;
+    void notify(const RingPositions& queue) noexcept;
     // The producer's thread: waits until the queue may have room, `detaching` is set or the
     // deadline passes. Returns false at the deadline with the queue still full.
-    bool wait(std::chrono::steady_clock::time_point deadline, const QueueHooks& queue,
+    bool wait(std::chrono::steady_clock::time_point deadline, const RingPositions& queue,
               const std::atomic<bool>& detaching) noexcept;
     // Any thread: keeps `retry` for the next notify() and returns true; or, when the queue
     // has room now (or the writer is detaching), leaves it with the caller to run and
     // returns false.
-    bool add_async(Retry& retry, const QueueHooks* queue, const std::atomic<bool>& detaching);
+    bool add_async(Retry& retry, const RingPositions* queue, const std::atomic<bool>& detaching);
 
     // --- the writer's shutdown ---
     // Wakes every wait(); they see `detaching`.

@@ -102,7 +102,7 @@ void WriterCore::start()
                               opts_.directory.native());
         state_.store(State::disabled, std::memory_order_release);
         // Records submitted before start() cannot be written anywhere.
-        if (hooks_) impl_->accounting.count_write_error(hooks_->discard_queued());
+        if (units_) impl_->accounting.count_write_error(units_->discard_queued());
         return;
     }
     const std::string host = host_name();
@@ -117,7 +117,7 @@ void WriterCore::start()
         d.accounting.say(LogLevel::error, &WriterMessages::disabling, ec.message(),
                          d.sinks.describe());
         state_.store(State::disabled, std::memory_order_release);
-        if (hooks_) d.accounting.count_write_error(hooks_->discard_queued());
+        if (units_) d.accounting.count_write_error(units_->discard_queued());
         return;
     }
     file_path_ = d.sinks.file_path();
@@ -142,15 +142,15 @@ void WriterCore::shutdown() noexcept
     const State s = state_.load(std::memory_order_acquire);
     if (s == State::created || s == State::running) state_.store(State::closed);
     // The push count is final once intake is closed; stats() uses it from now on.
-    if (hooks_) final_pushes_.store(hooks_->close_intake(), std::memory_order_release);
+    if (units_) final_pushes_.store(ring_->close(), std::memory_order_release);
     d.life->detaching.store(true, std::memory_order_seq_cst);
     // Wake threads blocked in submit(); they see the queue closed.
     d.space.wake_all();
     // Wait for a running batch (it checks `detaching` between batches).
     for (int a = d.life->active.load(); a != 0; a = d.life->active.load()) d.life->active.wait(a);
-    if (hooks_) {
+    if (units_) {
         d.handoff.lock();
-        const std::size_t n = hooks_->discard_queued();
+        const std::size_t n = units_->discard_queued();
         d.handoff.discarded_at_shutdown(n);
         d.accounting.count_shutdown(n);
         d.handoff.unlock();
@@ -187,24 +187,6 @@ void WriterCore::envelope_close(LineBuffer& buf, std::size_t body)
     } else {
         buf[body] = ',';
     }
-}
-
-void WriterCore::on_malformed(std::string_view what) noexcept
-{
-    impl_->accounting.on_malformed(what);
-}
-void WriterCore::on_unexpected(Stage stage, std::string_view what) noexcept
-{
-    impl_->accounting.on_unexpected(stage, what);
-}
-AppendResult WriterCore::append(const std::filesystem::path& path, const Lines& lines) noexcept
-{
-    return impl_->sinks.append(path, lines);
-}
-
-AppendResult WriterCore::write_lines(std::string_view key, const Lines& lines) noexcept
-{
-    return impl_->sinks.write_lines(key, lines);
 }
 
 std::vector<std::filesystem::path> WriterCore::files() const { return impl_->sinks.files(); }

@@ -4,8 +4,10 @@
 //
 //   writer_core.cpp    the public WriterCore: construction, start(), shutdown(), envelope
 //   drain.hpp/.cpp     Drain: the drain coroutine on the strand and its state, its
-//                      wake-ups, the hops to the I/O thread
-//   io_thread.cpp      the I/O thread's tasks: a step of units, the final close
+//                      wake-ups, the hops to the I/O thread and its tasks there (a step
+//                      of units, the final close, fsync, reopen, tick)
+//   unit_context.cpp   UnitContext (jsonlw/detail/unit_context.hpp): a unit's way through
+//                      the objects below, for the typed engine's run_unit()
 //   close_handoff.hpp  CloseHandoff: who counts the unit in flight when close runs out of time
 //   accounting.hpp/.cpp  Accounting: where a record is counted (written, dropped, unknown),
 //                      the stats snapshot, the rate-limited logs of each reason
@@ -17,6 +19,8 @@
 //   parallel_serialize.cpp  a unit's records serialized ahead on the pool
 #pragma once
 
+#include <jsonlw/detail/bounded_ring.hpp>
+#include <jsonlw/detail/unit_context.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/error.hpp>
 
@@ -97,11 +101,6 @@ struct WriterCore::Impl {
         explicit operator bool() const noexcept { return ok; }
     };
 
-    // --- io_thread.cpp (I/O thread; the drain hops there) ---
-    void run_io_task(IoTask task) noexcept;
-    void io_step() noexcept;
-    void finalize_io() noexcept;
-
     // --- async_ops.cpp (strand) ---
     // Close is done (drained: nothing was left behind): completes every waiter.
     void finish(bool drained);
@@ -124,6 +123,7 @@ struct WriterCore::Impl {
     SpaceWait space;
     Waiters waiters;
     CloseHandoff handoff;
+    UnitContext unit{self};
     // serializer_threads > 1 (and a writer that allows it): the helpers. Made by start().
     std::unique_ptr<SerializerPool> pool;
 

@@ -15,15 +15,50 @@ namespace jsonlw::detail {
 
 inline constexpr std::size_t cache_line = 64;
 
+// The ring's two positions, whatever it holds: how many records were ever claimed (pushed)
+// and consumed (popped), and the closed bit. The untyped engine (WriterCore, the drain,
+// close) reads them through this base; any thread, lock-free.
+class RingPositions {
+public:
+    static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
+
+    // Closes the ring to pushes; returns how many pushes went in before it.
+    std::uint64_t close() noexcept
+    {
+        return tail_.fetch_or(closed_bit, std::memory_order_seq_cst) & ~closed_bit;
+    }
+    bool closed() const noexcept { return tail_.load(std::memory_order_acquire) & closed_bit; }
+
+    // Monotonic positions: pushes claimed (the closed bit masked) and pops done.
+    std::uint64_t claimed() const noexcept
+    {
+        return tail_.load(std::memory_order_seq_cst) & ~closed_bit;
+    }
+    std::uint64_t consumed() const noexcept { return head_.load(std::memory_order_seq_cst); }
+    std::size_t size() const noexcept
+    {
+        const std::uint64_t h = consumed();
+        const std::uint64_t t = claimed();
+        return t > h ? static_cast<std::size_t>(t - h) : 0;
+    }
+
+protected:
+    RingPositions() = default;
+    ~RingPositions() = default;
+
+    alignas(cache_line) std::atomic<std::uint64_t> tail_{0};
+    alignas(cache_line) std::atomic<std::uint64_t> head_{0};
+    char pad_[cache_line - sizeof(std::atomic<std::uint64_t>)]{};
+};
+
 // Push is one CAS on the tail plus one release store; no lock, no allocation, no syscall.
 // Consumers may be several (the drain, a drop_oldest producer evicting, close discarding).
 template <class T>
-class BoundedRing {
+class BoundedRing : public RingPositions {
     static_assert(std::is_nothrow_move_constructible_v<T>, "records must be nothrow-movable");
 
 public:
     enum class Push { ok, full, closed };
-    static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
 
     // Capacity 0 means 1. Sequence numbers need at least two cells to tell "published" from
     // "free for the next lap", so a one-record ring has two cells and checks its size.
@@ -134,27 +169,6 @@ public:
         }
     }
 
-    // Sets the closed bit; returns how many pushes were claimed before it (final).
-    std::uint64_t close() noexcept
-    {
-        return tail_.fetch_or(closed_bit, std::memory_order_seq_cst) & ~closed_bit;
-    }
-    bool closed() const noexcept { return tail_.load(std::memory_order_acquire) & closed_bit; }
-
-    // Records claimed by producers so far (published or not).
-    std::uint64_t claimed() const noexcept
-    {
-        return tail_.load(std::memory_order_seq_cst) & ~closed_bit;
-    }
-    // Records removed by consumers so far.
-    std::uint64_t consumed() const noexcept { return head_.load(std::memory_order_seq_cst); }
-    std::size_t size() const noexcept
-    {
-        const std::uint64_t h = consumed();
-        const std::uint64_t t = claimed();
-        return t > h ? static_cast<std::size_t>(t - h) : 0;
-    }
-
 private:
     // A cell per cache line (at least): the drain polling every idle_poll pops the cell just
     // behind the one a producer fills, and two cells on one line made each push a miss on
@@ -172,9 +186,6 @@ private:
     const std::size_t cells_count_;
     const std::size_t mask_;  // cells_count_ - 1 when that is a power of two, else 0
     std::unique_ptr<Cell[]> cells_;
-    alignas(cache_line) std::atomic<std::uint64_t> tail_{0};
-    alignas(cache_line) std::atomic<std::uint64_t> head_{0};
-    char pad_[cache_line - sizeof(std::atomic<std::uint64_t>)]{};
 };
 
 }  // namespace jsonlw::detail

@@ -1,33 +1,28 @@
-// RecordEngine<Record>: the typed half of a writer's engine — the queue of records, the
-// batches staged from it, serialization into lines (on the I/O thread or the serializer
-// helpers), the full-queue policies — which the record-type-independent WriterCore drives
-// through QueueHooks. Owned by JsonlRecordWriter<Record> (one per writer); submit() and
-// emplace() run on any thread, everything else on the writer's I/O thread or under the
-// core's consumer lock. It owns the writer's encoder (record_encoder.hpp) and is the
+// RecordEngine<Record>: the typed half of a writer's engine, on the I/O thread — it runs a
+// unit: pops a batch (or a unit of them) from the writer's queue, has the encoder serialize
+// it and name each record's key, hands the lines to the sink stack and has what the sinks
+// report counted, through UnitContext (unit_context.hpp). Owned by JsonlRecordWriter<Record>
+// (one per writer), which owns the queue it pops and the producer side; every function runs
+// on the writer's I/O thread (or under the core's consumer lock, or on a serializer helper
+// for serialize_chunk()). It owns the writer's encoder (record_encoder.hpp) and is the
 // BatchOutput the encoder's write_batch() writes through.
 #pragma once
 
 #include <jsonlw/detail/bounded_ring.hpp>
-#include <jsonlw/detail/full_queue.hpp>
 #include <jsonlw/detail/otlp_record_form.hpp>
 #include <jsonlw/detail/serial_cache.hpp>
+#include <jsonlw/detail/unit_context.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/json_line.hpp>
 #include <jsonlw/lines.hpp>
 #include <jsonlw/malformed_record.hpp>
 #include <jsonlw/record_encoder.hpp>
-#include <jsonlw/submit_result.hpp>
-
-#include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/append.hpp>
-#include <boost/asio/post.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,14 +32,16 @@
 namespace jsonlw::detail {
 
 template <class Record>
-class RecordEngine final : private QueueHooks, public BatchOutput<Record> {
+class RecordEngine final : private UnitSource, public BatchOutput<Record> {
 public:
-    // `encoder` is not null (JsonlRecordWriter checks).
-    RecordEngine(std::shared_ptr<WriterCore> core, std::shared_ptr<RecordEncoder<Record>> encoder)
-        : core_(std::move(core)), encoder_(std::move(encoder)), enc_(*encoder_),
-          ring_(core_->options().queue_capacity)
+    // `encoder` is not null (JsonlRecordWriter checks); `ring` is the writer's queue; `shape`
+    // says which of the encoder's layout functions the engine must call.
+    RecordEngine(std::shared_ptr<WriterCore> core, BoundedRing<Record>& ring,
+                 std::shared_ptr<RecordEncoder<Record>> encoder, EncoderShape shape)
+        : core_(std::move(core)), unit_(core_->unit_context()), encoder_(std::move(encoder)),
+          enc_(*encoder_), shape_(shape), ring_(ring)
     {
-        core_->bind(this);
+        core_->bind(this, &ring_);
         // A unit holds up to serializer_threads batches (see WriterOptions).
         const std::size_t unit = std::clamp<std::size_t>(core_->options().serializer_threads, 1, 64);
         staging_.reserve(core_->options().batch_records * unit);
@@ -54,41 +51,34 @@ public:
     RecordEngine(const RecordEngine&) = delete;
     RecordEngine& operator=(const RecordEngine&) = delete;
 
-    SubmitResult submit(Record& rec)
+    // --- UnitSource: the unit, from the queue to the sinks (I/O thread) ---
+    bool run_unit(UnitContext& unit) noexcept override
     {
-        if (!core_->accepting()) [[unlikely]]
-            return refused();
-        std::uint64_t pos = 0;  // set by a push that went in
-        if (const auto r = pushed(ring_.try_push(rec, pos), pos)) return *r;
-        return FullQueue<Record>::submit(*core_, ring_, rec);
-    }
-
-    template <class... Args>
-    SubmitResult emplace(Args&&... args)
-    {
-        if (!core_->accepting()) [[unlikely]]
-            return refused();
-        std::uint64_t pos = 0;  // set by a push that went in
-        const auto make = [&](void* at) noexcept { ::new (at) Record(std::forward<Args>(args)...); };
-        if (const auto r = pushed(ring_.try_push_with(make, pos), pos)) return *r;
-        Record rec(std::forward<Args>(args)...);
-        return FullQueue<Record>::submit(*core_, ring_, rec);
-    }
-
-    void async_submit(Record rec, boost::asio::any_completion_handler<void(SubmitResult)> handler)
-    {
-        if (core_->options().overflow != Overflow::block || !core_->accepting()) {
-            const SubmitResult r = submit(rec);
-            boost::asio::post(core_->executor(), boost::asio::append(std::move(handler), r));
-            return;
+        const WriterOptions& o = core_->options();
+        std::size_t n = 0;
+        bool full = true;  // the last batch popped was full: the queue may hold more
+        if (unit.lock_for_pop()) {
+            for (std::size_t b = 0; b < core_->unit_batches() && full; ++b) {
+                const std::size_t m = pop_batch(o.batch_records, o.batch_bytes);
+                n += m;
+                full = m == o.batch_records;
+            }
+            unit.popped(n);
         }
-        FullQueue<Record>::submit_async(core_, ring_, std::move(rec), std::move(handler));
+        if (n == 0) return false;
+        write_staged();
+        unit.written(n);
+        return full;
     }
 
     // --- BatchOutput (I/O thread) ---
     void write_by_key(std::span<const Record> batch) override
     {
         if (batch.empty()) return;
+        if (!shape_.keyed) {  // the default key(): the batch is one group, under no key
+            write_lines({}, serialize_batch(batch));
+            return;
+        }
         std::string& first = group_key(0);
         first.clear();
         enc_.key(batch.front(), first);
@@ -138,11 +128,11 @@ public:
     }
     AppendResult write_lines(std::string_view key, const Lines& lines) noexcept override
     {
-        return core_->write_lines(key, lines);
+        return unit_.write_lines(key, lines);
     }
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept override
     {
-        return core_->append(path, lines);
+        return unit_.append(path, lines);
     }
     bool preserialized(const Record& rec) const noexcept override
     {
@@ -234,8 +224,8 @@ private:
         out.log_records = otlp != nullptr;
         const SerialCache& cache = core_->serial_cache();
         const auto count_failure = [this](Serialized kind, std::string_view what) {
-            if (kind == Serialized::malformed) core_->on_malformed(what);
-            else core_->on_unexpected(Stage::serialize, what);
+            if (kind == Serialized::malformed) unit_.malformed(what);
+            else unit_.unexpected(Stage::serialize, what);
         };
         for (const auto& item : group) {
             const Record& rec = deref(item);
@@ -262,29 +252,10 @@ private:
         return out;
     }
 
-    // A push that went in (or found the queue closed), counted and answered; nullopt when
-    // the queue was full (the overflow policy's turn).
-    std::optional<SubmitResult> pushed(typename Ring::Push p, std::uint64_t pos) noexcept
-    {
-        switch (p) {
-        case Ring::Push::ok: core_->after_push(pos); return SubmitResult::accepted;
-        case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
-        case Ring::Push::full: break;
-        }
-        return std::nullopt;
-    }
-
-    SubmitResult refused() noexcept
-    {
-        if (core_->state() == WriterCore::State::closed) {
-            core_->count_closed();
-            return SubmitResult::closed;
-        }
-        return SubmitResult::disabled;
-    }
-
-    // --- QueueHooks (the core calls them) ---
-    std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept override
+    // Moves up to max_records records — fewer once their size hints reach max_bytes — from
+    // the queue into a new batch at the end of the staging unit; returns how many it moved.
+    // Under the consumer lock.
+    std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept
     {
         std::size_t bytes = 0;
         const bool envelope = core_->options().envelope;
@@ -305,18 +276,21 @@ private:
         if (staging_.size() > before) batch_ends_.push_back(staging_.size());
         return staging_.size() - before;
     }
-    void write_staged() noexcept override
+    // write_batch() over each staged batch in order, exceptions contained; then clears the
+    // unit.
+    void write_staged() noexcept
     {
         core_->preserialize(staging_.size());
         std::size_t begin = 0;
         for (const std::size_t end : batch_ends_) {
             try {
-                enc_.write_batch(std::span<const Record>(staging_.data() + begin, end - begin),
-                                 *this);
+                const std::span<const Record> batch(staging_.data() + begin, end - begin);
+                if (shape_.own_write_batch) enc_.write_batch(batch, *this);
+                else write_by_key(batch);  // the default write_batch()
             } catch (const std::exception& e) {
-                core_->on_unexpected(Stage::write, e.what());
+                unit_.unexpected(Stage::write, e.what());
             } catch (...) {
-                core_->on_unexpected(Stage::write, "unknown exception");
+                unit_.unexpected(Stage::write, "unknown exception");
             }
             begin = end;
         }
@@ -362,16 +336,14 @@ private:
         }
         return n;
     }
-    std::uint64_t claimed() const noexcept override { return ring_.claimed(); }
-    std::uint64_t consumed() const noexcept override { return ring_.consumed(); }
-    std::uint64_t close_intake() noexcept override { return ring_.close(); }
-    std::size_t queued() const noexcept override { return ring_.size(); }
 
 
     std::shared_ptr<WriterCore> core_;
+    UnitContext& unit_;  // the core's
     const std::shared_ptr<RecordEncoder<Record>> encoder_;  // kept until the writer is gone
     RecordEncoder<Record>& enc_;
-    Ring ring_;
+    const EncoderShape shape_;
+    Ring& ring_;  // the writer's
     std::vector<Record> staging_;            // I/O thread only
     std::vector<std::uint64_t> staging_seq_;  // their envelope seq numbers, under envelope
     std::vector<std::size_t> batch_ends_;     // the unit's batches: staging_ end of each

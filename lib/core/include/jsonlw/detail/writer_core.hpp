@@ -30,32 +30,33 @@ namespace jsonlw::detail {
 
 class OtlpRecordForm;
 
-// What the typed writer lends the core: its queue and its batch hooks.
-class QueueHooks {
+class RingPositions;
+class UnitContext;
+
+// What the typed engine (RecordEngine<Record>, record_engine.hpp) lends the untyped one: the
+// unit it runs on the I/O thread, and its queue's records for close and the serializer
+// helpers. Implemented by the typed engine, owned by the typed writer; the core calls it
+// under its life guard only (the typed writer may be gone while the core lives on).
+class UnitSource {
 public:
-    // I/O thread (or close, under the consumer lock): move up to max_records records — fewer
-    // once their size hints reach max_bytes — from the queue into a new batch at the end of
-    // the staging unit; returns how many it moved.
-    virtual std::size_t pop_batch(std::size_t max_records, std::size_t max_bytes) noexcept = 0;
-    // I/O thread: write_batch() over each staged batch in order, exceptions contained; then
-    // clear the unit.
-    virtual void write_staged() noexcept = 0;
+    // I/O thread: pops a unit — up to unit_batches() batches of batch_records records (fewer
+    // once their size hints reach batch_bytes) — has each batch serialized and its lines
+    // handed to the sinks, and counts it, all through `unit`. Returns whether the queue may
+    // hold more (the unit's last batch was full); false when it popped nothing.
+    virtual bool run_unit(UnitContext& unit) noexcept = 0;
+    // Close or shutdown, under the consumer lock: pops and destroys every queued record;
+    // returns how many.
+    virtual std::size_t discard_queued() noexcept = 0;
     // A serializer thread (the I/O thread or a helper), inside WriterCore::preserialize():
     // serialize the staged records of `chunk` into its bytes, each outcome in
     // entries[staging index] (with `chunk_index`).
     virtual void serialize_chunk(SerialChunk& chunk, std::uint32_t chunk_index,
                                  SerialEntry* entries) noexcept = 0;
-    // Whether the typed writer declared its serialize() safe to run on several threads at once.
+    // Whether the encoder declared its serialize() safe on several threads at once.
     virtual bool serializes_concurrently() const noexcept = 0;
-    // Pops and destroys every queued record; returns how many.
-    virtual std::size_t discard_queued() noexcept = 0;
-    virtual std::uint64_t claimed() const noexcept = 0;
-    virtual std::uint64_t consumed() const noexcept = 0;
-    virtual std::uint64_t close_intake() noexcept = 0;
-    virtual std::size_t queued() const noexcept = 0;
 
 protected:
-    ~QueueHooks() = default;
+    ~UnitSource() = default;
 };
 
 enum class Stage { serialize, write };
@@ -69,7 +70,15 @@ public:
     WriterCore(const WriterCore&) = delete;
     WriterCore& operator=(const WriterCore&) = delete;
 
-    void bind(QueueHooks* hooks) noexcept { hooks_ = hooks; }
+    // The typed engine's constructor: its unit and its queue's positions (both outlive every
+    // use the core makes of them: see shutdown()).
+    void bind(UnitSource* units, RingPositions* ring) noexcept
+    {
+        units_ = units;
+        ring_ = ring;
+    }
+    // The I/O thread's side of a unit, which the typed engine's run_unit() goes through.
+    UnitContext& unit_context() noexcept;
     // Creates the directory, starts the sink, then the drain (see JsonlRecordWriter::start).
     void start();
     // The typed writer's destructor: stop intake, wait for a running batch, discard the rest
@@ -98,12 +107,16 @@ public:
     WriterStats stats() const noexcept;
 
     // --- submit side (any thread) ---
+    // The drain's doorbell: 0 while it is awake. A producer reads it after each push and,
+    // when it is not 0, calls wake_drain() with what it read (drain.cpp).
+    const std::atomic<std::uint8_t>& doorbell() const noexcept { return wake_state_; }
+    void wake_drain(std::uint8_t seen, std::uint64_t pos) noexcept;
     // After a successful push at position `pos`: wake the drain if it parked.
     void after_push(std::uint64_t pos) noexcept
     {
         const std::uint8_t s = wake_state_.load(std::memory_order_seq_cst);
         if (s != awake) [[unlikely]]
-            maybe_wake(s, pos);
+            wake_drain(s, pos);
     }
     void count_queue_full() noexcept;
     std::uint64_t queue_full_count() const noexcept;
@@ -132,12 +145,6 @@ public:
     bool preserialize(std::size_t n) noexcept;
     void end_unit() noexcept { serial_.active = false; }
     const SerialCache& serial_cache() const noexcept { return serial_; }
-    void on_malformed(std::string_view what) noexcept;
-    void on_unexpected(Stage stage, std::string_view what) noexcept;
-    // Appends to a file named by the caller (a write_batch() override's layout).
-    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
-    // Sends lines to the writer's sink under `key` (empty for its one destination).
-    AppendResult write_lines(std::string_view key, const Lines& lines) noexcept;
     // WriterOptions::envelope, around serialize(): open writes {"seq":N,"writer":"…" (no
     // seq when `seq` is null) at the end of `buf`; close joins it with the record's object,
     // which begins at `body` (the first byte after it) — or throws MalformedRecord when the
@@ -152,14 +159,15 @@ public:
         boost::asio::any_completion_handler<void(error_code, CloseReport)> h);
 
 private:
-    friend class Drain;  // the drain (lib/core/src/engine/drain.hpp) rings the doorbell below
+    friend class Drain;        // the drain (lib/core/src/engine/drain.hpp) rings the doorbell below
+    friend class UnitContext;  // the unit's side of the engine's objects (unit_context.hpp)
     struct Impl;
     static constexpr std::uint8_t awake = 0, parked = 1, lingering = 2;
-    void maybe_wake(std::uint8_t seen, std::uint64_t pos) noexcept;
 
     const WriterOptions opts_;
     const boost::asio::any_io_executor ex_;
-    QueueHooks* hooks_ = nullptr;
+    UnitSource* units_ = nullptr;
+    RingPositions* ring_ = nullptr;
     std::filesystem::path file_path_;
     std::string writer_id_;
     std::string envelope_writer_;  // ,"writer":"<id>" (escaped once, at start)
