@@ -1,5 +1,6 @@
 // KafkaSink: a group of lines produced as one message each, its delivery reports served on
 // the I/O thread until each message has one (or the deadline), then counted.
+#include <jsonlw/detail/log_marks.hpp>
 #include <jsonlw/kafka_sink.hpp>
 
 #include <fmt/format.h>
@@ -14,10 +15,8 @@
 namespace jsonlw {
 namespace {
 
+using detail::log_worthy;  // the rule for repeated log lines (detail/log_marks.hpp)
 using clock = std::chrono::steady_clock;
-
-// First occurrence, then every 1000th: the project's rule for repeated log lines.
-bool log_worthy(std::uint64_t n) noexcept { return n == 1 || n % 1000 == 0; }
 
 }  // namespace
 
