@@ -44,6 +44,38 @@ private:
     int err_;
 };
 
+// A started writer with the open suffix whose renames fail with `err` once the seam is armed,
+// record 1 written. reopen() arms the seam and returns what async_reopen() completed with.
+struct RenameRefused {
+    explicit RenameRefused(int err) : seam(std::make_shared<RenameFails>(err)), w(h.executor(), options())
+    {
+        h.start(w);
+        REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
+        flush(w);
+    }
+
+    jsonlw::error_code reopen()
+    {
+        seam->armed = true;
+        std::promise<jsonlw::error_code> done;
+        w.async_reopen([&](jsonlw::error_code ec) { done.set_value(ec); });
+        return get_within(done.get_future());
+    }
+
+    Harness h;
+    std::shared_ptr<RenameFails> seam;
+    TestWriter w;
+
+private:
+    jsonlw::WriterOptions options() const
+    {
+        auto o = h.options();
+        o.rotation.open_suffix = ".open";
+        o.file_io = seam;
+        return o;
+    }
+};
+
 }  // namespace
 
 TEST_CASE("async_reopen() with the open suffix completes once the file is renamed; records after it go to the next file",
@@ -102,19 +134,9 @@ TEST_CASE("reopen() without a suffix, after logrotate moved the file away, creat
 TEST_CASE("A rename the filesystem refuses keeps the records in the .open file, with a warning and exact counts; the writer goes on in the next file",
           "[integration][rotation][faults][reopen]")
 {
-    Harness h;
-    auto seam = std::make_shared<RenameFails>(EACCES);
-    auto o = h.options();
-    o.rotation.open_suffix = ".open";
-    o.file_io = seam;
-    TestWriter w(h.executor(), o);
-    h.start(w);
-    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
-    flush(w);
-    seam->armed = true;
-    std::promise<jsonlw::error_code> reopened;
-    w.async_reopen([&](jsonlw::error_code ec) { reopened.set_value(ec); });
-    CHECK(get_within(reopened.get_future()) == boost::system::errc::permission_denied);
+    RenameRefused t(EACCES);
+    auto& [h, seam, w] = t;
+    CHECK(t.reopen() == boost::system::errc::permission_denied);
     REQUIRE(w.submit(rec(2)) == SubmitResult::accepted);
     flush(w);
     seam->armed = false;
@@ -135,19 +157,7 @@ TEST_CASE("A rename the filesystem refuses keeps the records in the .open file, 
 
 TEST_CASE("async_reopen() reports the rename's error to its caller", "[integration][rotation][faults][reopen]")
 {
-    Harness h;
-    auto seam = std::make_shared<RenameFails>(EXDEV);
-    auto o = h.options();
-    o.rotation.open_suffix = ".open";
-    o.file_io = seam;
-    TestWriter w(h.executor(), o);
-    h.start(w);
-    REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
-    flush(w);
-    seam->armed = true;
-    std::promise<jsonlw::error_code> got;
-    w.async_reopen([&](jsonlw::error_code ec) { got.set_value(ec); });
-    const auto ec = get_within(got.get_future());
-    CHECK(ec == boost::system::errc::cross_device_link);
-    seam->armed = false;
+    RenameRefused t(EXDEV);
+    CHECK(t.reopen() == boost::system::errc::cross_device_link);
+    t.seam->armed = false;
 }
