@@ -123,6 +123,16 @@ TEST_CASE("make_sink_stack puts the destination under the path router, the route
         REQUIRE(router != nullptr);
         CHECK(router->destination() == o.sink);
     }
+    SECTION("a writer that cannot name files (no write_batch() override) gets no router")
+    {
+        o.sink = std::make_shared<MemorySink>();
+        CHECK(make_sink_stack(o, false) == o.sink);
+        o.chain = ChainMode::sha256;
+        const auto s = make_sink_stack(o, false);
+        const auto* chain = dynamic_cast<ChainSink*>(s.get());
+        REQUIRE(chain != nullptr);
+        CHECK(chain->inner() == o.sink);
+    }
     SECTION("a chain key without hmac-sha256 is refused")
     {
         o.sink = std::make_shared<MemorySink>();

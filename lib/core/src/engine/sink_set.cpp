@@ -16,10 +16,11 @@
 
 namespace jsonlw::detail {
 
-std::error_code SinkSet::start(const SinkContext& ctx)
+std::error_code SinkSet::start(const SinkContext& ctx, bool path_files)
 {
+    path_files_ = path_files;
     try {
-        sink_ = make_sink_stack(opts_);
+        sink_ = make_sink_stack(opts_, path_files);
     } catch (const std::exception& e) {
         sink_ = make_destination(opts_);  // what describe() names
         ctx.write_log(LogLevel::error,
@@ -89,6 +90,8 @@ AppendResult SinkSet::write_lines(std::string_view key, const Lines& lines) noex
 
 AppendResult SinkSet::append(const std::filesystem::path& path, const Lines& lines) noexcept
 {
+    // Only a write_batch() override can name a file; a stack built without one has no router.
+    if (!path_files_) return unwritten(lines, std::make_error_code(std::errc::operation_not_supported));
     std::string key;
     try {
         key = PathRouterSink::path_key(path);

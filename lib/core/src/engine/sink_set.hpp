@@ -39,8 +39,9 @@ public:
     SinkSet& operator=(const SinkSet&) = delete;
 
     // --- start()'s caller, once ---
-    // Makes the stack and starts it; an error stops the writer.
-    std::error_code start(const SinkContext& ctx);
+    // Makes the stack and starts it; an error stops the writer. `path_files`: whether the
+    // writer may name files with append() (make_sink_stack()).
+    std::error_code start(const SinkContext& ctx, bool path_files);
     std::string describe() const { return sink_->describe({}); }
     // The stack's file_path() (a FileSink's first file; empty for a sink that is not one file).
     std::filesystem::path file_path() const;
@@ -89,6 +90,7 @@ private:
 
     const WriterOptions& opts_;
     Accounting& accounting_;
+    bool path_files_ = false;  // set by start(): the stack has a PathRouterSink
     // Set by start() before anything else of the writer runs, then never again.
     std::shared_ptr<LineSink> sink_;
     bool started_ = false;                    // I/O thread (and start())

@@ -112,7 +112,7 @@ void WriterCore::start()
                     opts_.file_mode, opts_.log,      {},           {}};
     // The sink is owned by this core: it never calls writer_stats after the core is gone.
     ctx.writer_stats = [this] { return stats(); };
-    ec = d.sinks.start(ctx);
+    ec = d.sinks.start(ctx, path_files_);
     if (ec) {
         d.accounting.say(LogLevel::error, &WriterMessages::disabling, ec.message(),
                          d.sinks.describe());

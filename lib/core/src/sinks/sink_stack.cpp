@@ -36,9 +36,11 @@ std::shared_ptr<LineSink> with_format(std::shared_ptr<LineSink> inner, const Wri
     return std::make_shared<OtlpSink>(std::move(inner), opts.otlp);
 }
 
-std::shared_ptr<LineSink> make_sink_stack(const WriterOptions& opts)
+std::shared_ptr<LineSink> make_sink_stack(const WriterOptions& opts, bool path_files)
 {
-    return with_format(with_chain(with_path_files(make_destination(opts)), opts), opts);
+    std::shared_ptr<LineSink> bottom = make_destination(opts);
+    if (path_files) bottom = with_path_files(std::move(bottom));
+    return with_format(with_chain(std::move(bottom), opts), opts);
 }
 
 }  // namespace jsonlw

@@ -41,7 +41,7 @@ public:
         : core_(std::move(core)), unit_(core_->unit_context()), encoder_(std::move(encoder)),
           enc_(*encoder_), shape_(shape), ring_(ring)
     {
-        core_->bind(this, &ring_);
+        core_->bind(this, &ring_, shape.own_write_batch);
         // A unit holds up to serializer_threads batches (see WriterOptions).
         const std::size_t unit = std::clamp<std::size_t>(core_->options().serializer_threads, 1, 64);
         staging_.reserve(core_->options().batch_records * unit);

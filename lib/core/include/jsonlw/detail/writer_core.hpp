@@ -71,11 +71,14 @@ public:
     WriterCore& operator=(const WriterCore&) = delete;
 
     // The typed engine's constructor: its unit and its queue's positions (both outlive every
-    // use the core makes of them: see shutdown()).
-    void bind(UnitSource* units, RingPositions* ring) noexcept
+    // use the core makes of them: see shutdown()), and whether its encoder overrides
+    // write_batch() — only then may it name files with append(), so only then does the sink
+    // stack route them (make_sink_stack()).
+    void bind(UnitSource* units, RingPositions* ring, bool path_files) noexcept
     {
         units_ = units;
         ring_ = ring;
+        path_files_ = path_files;
     }
     // The I/O thread's side of a unit, which the typed engine's run_unit() goes through.
     UnitContext& unit_context() noexcept;
@@ -168,6 +171,7 @@ private:
     const boost::asio::any_io_executor ex_;
     UnitSource* units_ = nullptr;
     RingPositions* ring_ = nullptr;
+    bool path_files_ = true;
     std::filesystem::path file_path_;
     std::string writer_id_;
     std::string envelope_writer_;  // ,"writer":"<id>" (escaped once, at start)

@@ -34,6 +34,8 @@ std::shared_ptr<LineSink> with_chain(std::shared_ptr<LineSink> inner, const Writ
 std::shared_ptr<LineSink> with_format(std::shared_ptr<LineSink> inner, const WriterOptions& opts);
 
 // 1 to 4 in that order: the sink a writer with `opts` writes to. Throws as with_chain().
-std::shared_ptr<LineSink> make_sink_stack(const WriterOptions& opts);
+// `path_files` false leaves out 2, for a writer that cannot name files: one whose encoder
+// keeps the default write_batch() (the engine passes it; append(path) needs an override).
+std::shared_ptr<LineSink> make_sink_stack(const WriterOptions& opts, bool path_files = true);
 
 }  // namespace jsonlw
