@@ -13,7 +13,7 @@ namespace bench {
 
 bool callgrind_serialize(const std::string& kind, std::size_t n)
 {
-    // raw-SIZE: batches of 64 (write_batch()'s path); -alone: a batch of one per record;
+    // raw-SIZE: batches of 64 (the engine's batch path); -alone: a batch of one per record;
     // -padded: alone, spare capacity; -trusted: RawJsonValidation::trusted.
     static const std::vector<std::pair<std::string, RawPath>> paths = {
         {"", RawPath::batch}, {"-alone", RawPath::alone}, {"-padded", RawPath::alone_padded},

@@ -156,7 +156,7 @@ DrainResult jsonlw_raw_drain(const LinePool& pool, std::size_t records,
 // Each returns the CPU seconds (of the calling thread) `iterations` records took. The loops
 // are also the callgrind entry points (bench::serialize_loop_*), see docs/benchmarks.md.
 // alone: serialize() per record (a batch of one); alone_padded: the same with spare capacity
-// for simdjson's padding; batch: batches of 64 validated as one stream (write_batch()'s path);
+// for simdjson's padding; batch: batches of 64 validated as one stream (the engine's batch path);
 // trusted: RawJsonValidation::trusted.
 enum class RawPath { alone, alone_padded, batch, trusted };
 double raw_serialize_seconds(const LinePool& pool, std::size_t iterations, RawPath path);

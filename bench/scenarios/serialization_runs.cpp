@@ -54,13 +54,13 @@ void json_lines_loop(std::size_t iterations, jsonlw::LineBuffer& buf, Write writ
 
 }  // namespace bench
 
-// RawJsonWriter's batch path (what write_batch() does before the append), for the bench.
+// RawJsonWriter's batch path (what the engine has the encoder do before the append: begin_chunk()
+// then serialize() per record), for the bench.
 struct jsonlw::RawJsonWriterProbe {
     static void begin_batch(RawJsonWriter& w, std::span<const RawJsonText> b)
     {
         w.encoder_->begin_batch(b);
     }
-    static void end_batch(RawJsonWriter& w) noexcept { w.encoder_->end_batch(); }
     static void serialize(RawJsonWriter& w, const RawJsonText& r, JsonLine& l)
     {
         w.encoder_->serialize(r, l);
@@ -154,7 +154,7 @@ const SeedWorker& seed_record()
 }
 
 // The batch path: records in batches of 64 (the writer's default), each batch validated as
-// one document stream first, as RawJsonWriter::write_batch() does.
+// one document stream first, as RawJsonEncoder::begin_chunk() does for the engine.
 [[gnu::noinline]] void serialize_loop_raw_batch(jsonlw::RawJsonWriter& w,
                                                 const std::vector<jsonlw::RawJsonText>& recs,
                                                 std::size_t iterations, jsonlw::LineBuffer& buf)
@@ -171,7 +171,6 @@ const SeedWorker& seed_record()
             P::serialize(w, r, line);
             buf.push_back('\n');
         }
-        P::end_batch(w);
     }
 }
 

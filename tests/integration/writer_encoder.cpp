@@ -5,11 +5,15 @@
 
 #include "common.hpp"
 
+#include <jsonlw/raw_json_encoder.hpp>
+
 #include <atomic>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <span>
 #include <thread>
+#include <vector>
 
 using namespace jsonlw_test;
 
@@ -114,4 +118,52 @@ TEST_CASE("a preset destroyed while its encoder is mid-batch, with no shutdown()
     CHECK(read_lines(path) == std::vector<std::string>{R"({"id":2,"tag":"held"})"});
     enc.reset();
     CHECK(alive->load() == 0);
+}
+
+namespace {
+
+// Records the runs begin_chunk() announces, and checks that each record serialize() is given
+// was announced by the last one on its thread.
+class ChunkEncoder final : public jsonlw::RecordEncoder<Rec> {
+public:
+    void begin_chunk(std::span<const Rec> chunk) noexcept override
+    {
+        announced_ = chunk;
+        runs.push_back(chunk.size());
+        thread = std::this_thread::get_id();
+    }
+    void serialize(const Rec& r, jsonlw::JsonLine& line) override
+    {
+        if (&r < announced_.data() || &r >= announced_.data() + announced_.size()) ++unannounced;
+        line.begin_object().field("id", r.id).end_object();
+    }
+
+    std::vector<std::size_t> runs;
+    std::thread::id thread;
+    int unannounced = 0;
+
+private:
+    std::span<const Rec> announced_;
+};
+
+}  // namespace
+
+TEST_CASE("begin_chunk() announces each batch on the I/O thread before its records are serialized", "[integration][encoder]")
+{
+    Harness h;
+    jsonlw::WriterOptions o = h.options();
+    o.batch_records = 4;
+    o.queue_capacity = 16;
+    auto enc = std::make_shared<ChunkEncoder>();
+    jsonlw::JsonlRecordWriter<Rec> w(h.executor(), o, enc);
+    for (int i = 0; i < 10; ++i) REQUIRE(w.submit(rec(i)) == jsonlw::SubmitResult::accepted);
+    h.start(w);
+    const jsonlw::CloseReport r = close(w);
+    CHECK(r.stats.written == 10);
+    CHECK(enc->runs == std::vector<std::size_t>{4, 4, 2});  // one per batch, the whole batch
+    CHECK(enc->unannounced == 0);
+    CHECK(enc->thread != std::this_thread::get_id());
+    // RawJsonWriter's encoder prepares its batches there, so it needs no write_batch().
+    static_assert(!jsonlw::detail::encoder_shape<jsonlw::RawJsonEncoder, jsonlw::RawJsonText>().own_write_batch);
+    static_assert(!jsonlw::detail::encoder_shape<jsonlw::RawJsonEncoder, jsonlw::RawJsonText>().keyed);
 }

@@ -92,17 +92,6 @@ RawJsonEncoder::RawJsonEncoder(RawJsonOptions raw, const WriterOptions& writer) 
 
 RawJsonEncoder::~RawJsonEncoder() = default;
 
-void RawJsonEncoder::write_batch(std::span<const RawJsonText> batch, BatchOutput<RawJsonText>& out)
-{
-    struct End {
-        RawJsonEncoder* e;
-        ~End() { e->end_batch(); }
-    } end{this};
-    // Records the serializer threads did already were validated chunk by chunk.
-    if (!batch.empty() && !out.preserialized(batch.front())) begin_batch(batch);
-    out.write_lines({}, out.serialize_batch(batch));
-}
-
 std::uint64_t RawJsonEncoder::batch_decided() const noexcept
 {
     std::uint64_t n = 0;
@@ -121,8 +110,6 @@ void RawJsonEncoder::begin_chunk(std::span<const RawJsonText> chunk) noexcept
 {
     begin_batch(chunk);
 }
-
-void RawJsonEncoder::end_batch() noexcept { validator().batch = {}; }
 
 void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
 {

@@ -246,9 +246,10 @@ protected:
     // on the helpers. For per-thread scratch state in serialize(); the slot's state is never
     // used by two threads at once.
     static std::size_t serializer_slot() noexcept { return detail::current_serializer_slot(); }
-    // Called on a serializer thread before it serializes `chunk` (consecutive records of a
-    // unit) ahead of write_batch(): batch-wide preparation (RawJsonWriter validates the chunk
-    // as one document stream). Default nothing. Not called for records serialized inline.
+    // Batch-wide preparation (RawJsonWriter validates a batch as one document stream), called
+    // on the thread that will serialize `chunk` before any of its records: a helper's chunk
+    // ahead of write_batch(), or on the I/O thread the whole batch before write_batch() when
+    // it was not serialized ahead. Default nothing.
     virtual void begin_chunk(std::span<const Record> chunk) noexcept { (void)chunk; }
     // Whether `rec`, one of the batch's records, was already serialized ahead (write_batch()
     // then needs no batch-wide preparation of its own for it). I/O thread.

@@ -47,9 +47,8 @@ public:
     ~RawJsonEncoder() override;
 
     void serialize(const RawJsonText& text, JsonLine& line) override;
-    // Validates the batch as one document stream first (unless its chunks were, ahead).
-    void write_batch(std::span<const RawJsonText> batch, BatchOutput<RawJsonText>& out) override;
     bool concurrent_serialize() const noexcept override { return true; }
+    // Validates the batch (or the chunk a helper serializes) as one document stream first.
     void begin_chunk(std::span<const RawJsonText> chunk) noexcept override;
     std::size_t record_bytes(const RawJsonText& text) const noexcept override
     {
@@ -60,9 +59,8 @@ private:
     friend struct RawJsonWriterProbe;
     struct Validator;
     // Validates `batch` as one document stream; serialize() then uses the verdicts for the
-    // records of this span. end_batch() forgets them.
+    // records of this span, until the next begin_batch() on the thread.
     void begin_batch(std::span<const RawJsonText> batch) noexcept;
-    void end_batch() noexcept;
     void serialize_trusted(const RawJsonText& text, JsonLine& line);
     // The running serializer thread's parser and scratch (one per serializer_slot()).
     Validator& validator() const noexcept { return *validators_[serializer_slot()]; }

@@ -102,8 +102,11 @@ public:
     // at once for different records. Read once, by start().
     virtual bool concurrent_serialize() const noexcept { return false; }
 
-    // Called on a helper thread before it serializes `chunk` (consecutive records of a unit)
-    // ahead of write_batch(): batch-wide preparation. Not called for records serialized inline.
+    // Batch-wide preparation, called on the thread that will serialize `chunk` (consecutive
+    // records) before it serializes any of them: on a helper thread for the chunk it takes
+    // ahead of write_batch(), or on the I/O thread for a whole batch, before write_batch(),
+    // when the batch was not serialized ahead. What it prepares holds for that thread until
+    // its next begin_chunk(): every record serialize() is given was announced by one.
     virtual void begin_chunk(std::span<const Record> chunk) noexcept { (void)chunk; }
 
 protected:

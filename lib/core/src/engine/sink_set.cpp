@@ -2,7 +2,7 @@
 // reports (records written, failed, unknown) is counted — under Durability::fsync_batch only
 // once the sink's sync() made it durable; fsyncs, reopen, tick and the final close reach the
 // sinks from here too.
-#include "sink_set.hpp"
+#include <jsonlw/detail/sink_set.hpp>
 
 #include "accounting.hpp"
 

@@ -1,6 +1,5 @@
 // UnitContext (see jsonlw/detail/unit_context.hpp): a unit's way through the engine's
-// objects — CloseHandoff around the pop, SpaceWait after it, SinkSet for the lines,
-// Accounting for the counts.
+// objects — CloseHandoff around the pop, SpaceWait after it, Accounting for the counts.
 #include <jsonlw/detail/unit_context.hpp>
 
 #include "writer_core_impl.hpp"
@@ -8,6 +7,7 @@
 namespace jsonlw::detail {
 
 UnitContext& WriterCore::unit_context() noexcept { return impl_->unit; }
+SinkSet& WriterCore::sink_set() noexcept { return impl_->sinks; }
 
 bool UnitContext::lock_for_pop() noexcept
 {
@@ -37,16 +37,6 @@ void UnitContext::malformed(std::string_view what) noexcept
 void UnitContext::unexpected(Stage stage, std::string_view what) noexcept
 {
     core_.impl_->accounting.on_unexpected(stage, what);
-}
-
-AppendResult UnitContext::write_lines(std::string_view key, const Lines& lines) noexcept
-{
-    return core_.impl_->sinks.write_lines(key, lines);
-}
-
-AppendResult UnitContext::append(const std::filesystem::path& path, const Lines& lines) noexcept
-{
-    return core_.impl_->sinks.append(path, lines);
 }
 
 void UnitContext::written(std::size_t n) noexcept

@@ -11,7 +11,8 @@
 //   close_handoff.hpp  CloseHandoff: who counts the unit in flight when close runs out of time
 //   accounting.hpp/.cpp  Accounting: where a record is counted (written, dropped, unknown),
 //                      the stats snapshot, the rate-limited logs of each reason
-//   sink_set.hpp/.cpp  SinkSet: the writer's sink and path appends, fsyncs, reopen, tick, close
+//   sink_set.cpp       SinkSet (jsonlw/detail/sink_set.hpp): the writer's sink stack, the
+//                      typed engine's appends to it, fsyncs, reopen, tick, close
 //   waiters.hpp/.cpp   Waiters: the pending flush, reopen and close completions
 //   async_ops.cpp      async_*_impl, close's protocol and its timeout
 //   space_wait.hpp/.cpp  SpaceWait: Overflow::block, producers waiting for room
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <jsonlw/detail/bounded_ring.hpp>
+#include <jsonlw/detail/sink_set.hpp>
 #include <jsonlw/detail/unit_context.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/error.hpp>
@@ -30,7 +32,6 @@
 #include "close_handoff.hpp"
 #include "drain.hpp"
 #include "serializer_pool.hpp"
-#include "sink_set.hpp"
 #include "space_wait.hpp"
 #include "waiters.hpp"
 

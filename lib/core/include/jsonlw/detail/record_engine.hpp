@@ -11,6 +11,7 @@
 #include <jsonlw/detail/bounded_ring.hpp>
 #include <jsonlw/detail/otlp_record_form.hpp>
 #include <jsonlw/detail/serial_cache.hpp>
+#include <jsonlw/detail/sink_set.hpp>
 #include <jsonlw/detail/unit_context.hpp>
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/json_line.hpp>
@@ -38,7 +39,8 @@ public:
     // says which of the encoder's layout functions the engine must call.
     RecordEngine(std::shared_ptr<WriterCore> core, BoundedRing<Record>& ring,
                  std::shared_ptr<RecordEncoder<Record>> encoder, EncoderShape shape)
-        : core_(std::move(core)), unit_(core_->unit_context()), encoder_(std::move(encoder)),
+        : core_(std::move(core)), unit_(core_->unit_context()), sinks_(core_->sink_set()),
+          encoder_(std::move(encoder)),
           enc_(*encoder_), shape_(shape), ring_(ring)
     {
         core_->bind(this, &ring_, shape.own_write_batch);
@@ -128,11 +130,11 @@ public:
     }
     AppendResult write_lines(std::string_view key, const Lines& lines) noexcept override
     {
-        return unit_.write_lines(key, lines);
+        return sinks_.write_lines(key, lines);
     }
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept override
     {
-        return unit_.append(path, lines);
+        return sinks_.append(path, lines);
     }
     bool preserialized(const Record& rec) const noexcept override
     {
@@ -285,6 +287,8 @@ private:
         for (const std::size_t end : batch_ends_) {
             try {
                 const std::span<const Record> batch(staging_.data() + begin, end - begin);
+                // Not serialized ahead on the helpers: prepared here, on the I/O thread.
+                if (!core_->serial_cache().active) enc_.begin_chunk(batch);
                 if (shape_.own_write_batch) enc_.write_batch(batch, *this);
                 else write_by_key(batch);  // the default write_batch()
             } catch (const std::exception& e) {
@@ -340,6 +344,7 @@ private:
 
     std::shared_ptr<WriterCore> core_;
     UnitContext& unit_;  // the core's
+    SinkSet& sinks_;     // the core's: the sink stack
     const std::shared_ptr<RecordEncoder<Record>> encoder_;  // kept until the writer is gone
     RecordEncoder<Record>& enc_;
     const EncoderShape shape_;

@@ -1,7 +1,8 @@
 // UnitContext: the record-type-independent side of a unit, which the typed engine's
 // run_unit() (record_engine.hpp) goes through on the I/O thread, top to bottom: the consumer
 // lock around the pop (close's handoff of the records in flight), the producers waiting for
-// room, the sinks the unit's lines go to, and the counts of what they report. Owned by
+// room, the records serialize() refused, and the unit's counts once its lines are handed to
+// the sink stack (SinkSet, sink_set.hpp, which the typed engine calls directly). Owned by
 // WriterCore (one per writer); every function runs on the I/O thread, inside run_unit().
 // Implemented in lib/core/src/engine/unit_context.cpp over the engine's objects.
 #pragma once
@@ -35,10 +36,6 @@ public:
     // logged (rate-limited).
     void malformed(std::string_view what) noexcept;
     void unexpected(Stage stage, std::string_view what) noexcept;
-    // Sends lines to the writer's sink stack under `key` (empty for its one destination), or
-    // to a file a write_batch() override names; counted from what the sink reports.
-    AppendResult write_lines(std::string_view key, const Lines& lines) noexcept;
-    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
 
     // After the unit's batches: publishes its counts (unless close gave up on it and counted
     // it already) and tells the sinks the batch is over.

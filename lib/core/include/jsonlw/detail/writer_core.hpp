@@ -32,6 +32,7 @@ class OtlpRecordForm;
 
 class RingPositions;
 class UnitContext;
+class SinkSet;
 
 // What the typed engine (RecordEngine<Record>, record_engine.hpp) lends the untyped one: the
 // unit it runs on the I/O thread, and its queue's records for close and the serializer
@@ -80,8 +81,10 @@ public:
         ring_ = ring;
         path_files_ = path_files;
     }
-    // The I/O thread's side of a unit, which the typed engine's run_unit() goes through.
+    // The I/O thread's side of a unit, which the typed engine's run_unit() goes through, and
+    // the sink stack it hands the unit's lines to.
     UnitContext& unit_context() noexcept;
+    SinkSet& sink_set() noexcept;
     // Creates the directory, starts the sink, then the drain (see JsonlRecordWriter::start).
     void start();
     // The typed writer's destructor: stop intake, wait for a running batch, discard the rest
