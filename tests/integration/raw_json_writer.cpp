@@ -432,3 +432,42 @@ TEST_CASE("random batches of valid and malformed records give exactly what valid
         CHECK(w.stats().dropped.malformed == texts.size() - expected.size());
     }
 }
+
+TEST_CASE("an owned string of up to inline_capacity bytes is copied into its queue cell and its buffer stays with the caller; a longer one is taken", "[integration][raw_json][owned]")
+{
+    const std::size_t cap = jsonlw::RawJsonText::inline_capacity;
+    const std::string fits = "{\"k\":\"" + std::string(cap - 8, 'a') + "\"}";  // cap bytes
+    const std::string longer = "{\"k\":\"" + std::string(cap - 7, 'b') + "\"}";  // cap + 1
+    REQUIRE(fits.size() == cap);
+    REQUIRE(longer.size() == cap + 1);
+
+    std::string a = fits;
+    const char* a_buffer = a.data();
+    const jsonlw::RawJsonText ta(std::move(a));
+    CHECK(ta.is_inline());
+    CHECK(ta == fits);
+    // Not taken: the caller frees it, on its own thread.
+    CHECK(a.data() == a_buffer);
+    CHECK(a == fits);
+
+    std::string b = longer;
+    const char* b_buffer = b.data();
+    const jsonlw::RawJsonText tb(std::move(b));
+    CHECK_FALSE(tb.is_inline());
+    CHECK(tb.data() == b_buffer);  // the buffer itself, no copy
+    CHECK(tb == longer);
+
+    Harness h;
+    RawJsonWriter w(h.executor(), h.options());
+    w.start();
+    std::string c = fits, d = longer;
+    REQUIRE(w.submit(std::move(c)) == SubmitResult::accepted);
+    REQUIRE(w.submit(std::move(d)) == SubmitResult::accepted);
+    CHECK(c == fits);  // copied into the cell
+    h.loop.start();
+    flush(w);
+    CHECK(read_lines(w.file_path()) == std::vector<std::string>{fits, longer});
+    const auto s = w.stats();
+    CHECK(s.written == 2);
+    CHECK(s.dropped.total() == 0);
+}

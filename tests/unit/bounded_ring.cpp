@@ -360,3 +360,43 @@ TEST_CASE("a close racing with producers is exact: claimed pushes before it are 
         CHECK(popped == at_close);
     });
 }
+
+// A record the size of RawJsonText's: with its sequence number, a cell of 512 bytes, eight
+// to a 4 KiB page.
+struct Wide {
+    std::uint64_t id = 0;
+    char bytes[496]{};
+    explicit Wide(std::uint64_t i = 0) noexcept : id(i) {}
+};
+static_assert(sizeof(Wide) == 504);
+
+TEST_CASE("the consumer reads ahead of the tail each page a push will reach, once", "[unit][ring]")
+{
+    within(quick, [] {
+        constexpr std::size_t ahead = BoundedRing<Wide>::warm_cells;  // 8192 cells: 1024 pages
+        Kept<Wide> big(std::size_t{1} << 16);
+        BoundedRing<Wide>& ring = *big;
+        // The constructor read the first `ahead` cells' pages: nothing is new yet.
+        CHECK(ring.warm_ahead(ahead) == 0);
+        for (std::uint64_t i = 0; i < 80; ++i) {
+            Wide w(i);
+            std::uint64_t pos = 0;
+            REQUIRE(ring.try_push(w, pos) == BoundedRing<Wide>::Push::ok);
+        }
+        // The tail moved 80 cells (10 pages): exactly those past the old window are read.
+        CHECK(ring.warm_ahead(ahead) == 10);
+        CHECK(ring.warm_ahead(ahead) == 0);
+        // A wider window reads only the pages beyond what was read.
+        CHECK(ring.warm_ahead(ahead + 64) == 8);
+        for (std::uint64_t i = 0; i < 80; ++i) REQUIRE(ring.try_pop().has_value());
+
+        // A ring smaller than the window: one lap ahead at most.
+        Kept<Wide> small(1024);
+        CHECK(small->warm_ahead(ahead) == 0);
+        Wide w(1);
+        std::uint64_t pos = 0;
+        REQUIRE(small->try_push(w, pos) == BoundedRing<Wide>::Push::ok);
+        CHECK(small->warm_ahead(ahead) == 1);  // cell 1024 + 0: the page of cell 1024..1031
+        REQUIRE(small->try_pop().has_value());
+    });
+}

@@ -32,8 +32,21 @@ public:
     RawJsonText(std::string_view text) { assign(text); }
     RawJsonText(const char* text) : RawJsonText(std::string_view(text)) {}
     RawJsonText(const std::string& text) : RawJsonText(std::string_view(text)) {}
-    // Takes the string's buffer (no copy; it is freed on the writer's thread).
-    RawJsonText(std::string&& text) noexcept : heap_(std::move(text)), size_(heap_.size()) {}
+    // A text of up to inline_capacity bytes is copied into the record, as a view is: the
+    // string keeps its buffer, freed by the caller on the thread that allocated it. Handing
+    // the buffer over costs more than the copy — the writer's thread would free it, and
+    // glibc's free of another thread's chunk takes that arena's lock against the caller's
+    // next malloc (docs/benchmarks.md, "Owned strings"). A longer text's buffer is taken
+    // (no copy; freed on the writer's thread).
+    RawJsonText(std::string&& text) noexcept : size_(text.size())
+    {
+        if (size_ <= inline_capacity) {
+            inline_ = true;
+            std::memcpy(bytes_, text.data(), size_);
+        } else {
+            heap_ = std::move(text);
+        }
+    }
 
     RawJsonText(RawJsonText&& o) noexcept : heap_(std::move(o.heap_)), size_(o.size_), inline_(o.inline_)
     {

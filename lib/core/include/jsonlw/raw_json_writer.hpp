@@ -25,8 +25,9 @@ namespace jsonlw {
 // Records are RawJsonText: submit(std::string_view) (or a const std::string&, or a C string)
 // copies a text of up to RawJsonText::inline_capacity bytes once, into its queue cell —
 // writer-owned memory, no allocation, nothing freed on another thread; a longer one is
-// copied into a std::string. submit(std::string&&) moves the caller's string in (no copy;
-// its buffer is freed on the I/O thread).
+// copied into a std::string. submit(std::string&&) does the same with a short text (the
+// string keeps its buffer, which its owner frees on its own thread) and moves a longer one
+// in (no copy; its buffer is freed on the I/O thread).
 class RawJsonWriter : public JsonlRecordWriter<RawJsonText> {
 public:
     RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, RawJsonOptions raw = {});

@@ -2,6 +2,7 @@
 // "closed" bit in the enqueue position, so closing is atomic with respect to every push.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +71,9 @@ public:
     {
         for (std::size_t i = 0; i < cells_count_; ++i)
             cells_[i].seq.store(i, std::memory_order_relaxed);
+        // The init loop touched every page, but on a large ring the first pages' translations
+        // are gone again by its end: have them ready for the first pushes.
+        warm_ahead(warm_cells);
     }
     BoundedRing(const BoundedRing&) = delete;
     BoundedRing& operator=(const BoundedRing&) = delete;
@@ -79,6 +83,32 @@ public:
     }
 
     std::size_t capacity() const noexcept { return capacity_; }
+
+    // How many cells past the tail warm_ahead() keeps ready: 4 MiB of 512-byte cells, more
+    // than a producer at a million records a second fills between two of the drain's polls.
+    static constexpr std::size_t warm_cells = 8192;
+
+    // Consumer side (the I/O thread, under the consumer lock; the constructor): reads one
+    // word in every page of the next `cells` cells past the tail that earlier calls have not
+    // read, so that a producer's push never is the first access to a page in a long while.
+    // On a ring of many MiB a push into a page untouched for one lap of the ring cost 5-10 us
+    // on the machines measured (the page's translation gone from the TLB and, under a
+    // hypervisor's shadow paging, from the host's tables: no page fault the guest sees);
+    // any thread's read restores the second, and the page-table lines the walk needs
+    // (docs/benchmarks.md, "Submit cost"). Returns the pages read.
+    std::size_t warm_ahead(std::size_t cells) noexcept
+    {
+        const std::uint64_t tail = claimed();
+        const std::uint64_t to = tail + std::min<std::uint64_t>(cells, cells_count_);
+        std::uint64_t p = warmed_ > tail ? warmed_ : tail;
+        std::size_t pages = 0;
+        std::uint64_t sum = 0;
+        for (; p < to; p += cells_per_page, ++pages)
+            sum += cell(p).seq.load(std::memory_order_relaxed);
+        warmed_ = p;
+        warm_sum_ = sum;  // kept, so the loads are not dropped
+        return pages;
+    }
 
     // On success, `pos` is the record's sequence number (0, 1, 2, ... in claim order).
     Push try_push(T& value, std::uint64_t& pos) noexcept
@@ -181,11 +211,15 @@ private:
     {
         return cells_[mask_ ? (p & mask_) : (p % cells_count_)];
     }
+    // Cells per 4 KiB page, rounded down: stepping by it reads every page at least once.
+    static constexpr std::size_t cells_per_page = sizeof(Cell) < 4096 ? 4096 / sizeof(Cell) : 1;
 
     const std::size_t capacity_;
     const std::size_t cells_count_;
     const std::size_t mask_;  // cells_count_ - 1 when that is a power of two, else 0
     std::unique_ptr<Cell[]> cells_;
+    std::uint64_t warmed_ = 0;    // warm_ahead(): cells before this position were read
+    std::uint64_t warm_sum_ = 0;  // warm_ahead(): what the reads returned (otherwise unused)
 };
 
 }  // namespace jsonlw::detail

@@ -65,6 +65,7 @@ public:
                 n += m;
                 full = m == o.batch_records;
             }
+            ring_.warm_ahead(Ring::warm_cells);  // the pages the next pushes go to
             unit.popped(n);
         }
         if (n == 0) return false;
