@@ -37,7 +37,7 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
   --records N      throughput: records per run of 250 B (default 2000000; --quick 20000);
                    larger records fill the same bytes
   --scenario NAME  run only these (repeatable, or several names): throughput, serializers,
-                   submit, overload, drain, file-check, serialization, otlp-cost,
+                   submit, submit-tail, overload, drain, file-check, serialization, otlp-cost,
                    record-features, snapshot, snapshot-rows, report, serving-overload, chain,
                    serve-cost
   --pairs N        measured rounds after the warm-up (default 5)
@@ -50,7 +50,7 @@ The table goes to stdout, progress to stderr. Exit status 1 when a run failed a 
 )";
 
 const std::vector<std::string> all_scenarios = {"overload", "throughput", "serializers",
-                                                "submit", "drain", "file-check",
+                                                "submit", "submit-tail", "drain", "file-check",
                                                 "serialization", "otlp-cost", "record-features",
                                                 "snapshot", "snapshot-rows", "report",
                                                 "serving-overload", "chain",
@@ -221,6 +221,7 @@ int main(int argc, char** argv)
     if (wanted("throughput")) bench::throughput_scenario(cfg, report);
     if (wanted("serializers")) bench::serializers_scenario(cfg, report);
     if (wanted("submit")) bench::submit_scenario(cfg, report);
+    if (wanted("submit-tail")) bench::submit_tail_scenario(cfg, report);
     if (wanted("drain")) bench::drain_scenario(cfg, report);
     if (wanted("file-check")) bench::file_check_scenario(cfg, report);
     if (wanted("serialization")) bench::serialization_scenario(cfg, report);

@@ -93,6 +93,12 @@ struct SubmitCostSpec {
     // The first calls warm caches (Asio's per-thread handler cache, page faults): neither
     // timed nor counted in `allocations` (they go to warmup_allocations).
     std::size_t warmup_calls = 1000;
+    // jsonlw only: WriterOptions::queue_capacity, batch_records; Overflow::block (else the
+    // default drop_newest). The Quill-style baseline: its ring's bytes.
+    std::size_t queue_capacity = 1024;
+    std::size_t batch_records = 64;
+    bool block = false;
+    std::size_t ring_bytes = 128 * 1024;
 };
 
 struct SubmitCostResult {
@@ -102,10 +108,17 @@ struct SubmitCostResult {
     std::uint64_t warmup_allocations = 0;  // the same during the warm-up calls
     std::uint64_t refused = 0;   // calls that did not accept the record (should be 0)
     double achieved_rate = 0;    // calls per second actually made
+    std::uint64_t minor_faults = 0;  // page faults the calling thread took after the warm-up
+    double start_ms = 0;         // jsonlw: constructing and starting the writer
+    double start_rss_mib = 0;    // jsonlw: resident memory that added (VmRSS after - before)
     std::string problem;
 };
 
 SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s);
+// A Quill-style frontend: the caller copies the line into a preallocated single-producer
+// ring of s.ring_bytes (touched before the first call) that a thread of its own polls,
+// sleeping 100 us when it finds it empty, and fwrite()s. No validation (bench/quill_style_runs.cpp).
+SubmitCostResult quill_style_submit_cost(const SubmitCostSpec& s);
 SubmitCostResult fprintf_submit_cost(const SubmitCostSpec& s);
 SubmitCostResult spdlog_submit_cost(const SubmitCostSpec& s, SpdlogMode mode);
 

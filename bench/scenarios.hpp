@@ -27,6 +27,11 @@ void throughput_scenario(const Config& cfg, Report& report);
 // WriterOptions::serializer_threads 1, 2, 4, 8 (up to the cores there are), same cells.
 void serializers_scenario(const Config& cfg, Report& report);
 void submit_scenario(const Config& cfg, Report& report);
+// submit()'s tail: p50/p99/p99.9/max and the caller's page faults at 50,000 and 500,000
+// calls/s, queues of 1,024, 2^16 and 2^21 records, off and on the loop thread, every call
+// timed; a Quill-style frontend (preallocated SPSC ring, polling backend) beside it; and what
+// starting each queue costs.
+void submit_tail_scenario(const Config& cfg, Report& report);
 void drain_scenario(const Config& cfg, Report& report);
 // What FileSink's check for a removed or moved file (fstat + stat) costs a batch.
 void file_check_scenario(const Config& cfg, Report& report);

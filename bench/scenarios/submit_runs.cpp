@@ -10,6 +10,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <optional>
 #include <string>
@@ -49,6 +50,22 @@ struct PacedSubmits {
     }
 };
 
+// This process's resident memory (VmRSS), MiB.
+double resident_mib()
+{
+    std::ifstream in("/proc/self/status");
+    std::string key;
+    while (in >> key) {
+        if (key == "VmRSS:") {
+            double kib = 0;
+            in >> kib;
+            return kib / 1024;
+        }
+        in.ignore(1 << 10, '\n');
+    }
+    return 0;
+}
+
 }  // namespace
 
 SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
@@ -59,18 +76,26 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
     std::optional<jsonlw::CloseReport> report;
     {
         Loop loop;
-        // The defaults a user gets (queue 1024, batch 64, drop_newest): below saturation the
-        // queue never fills.
+        // By default what a user gets (queue 1024, batch 64, drop_newest): below saturation
+        // the queue never fills.
+        const double rss0 = resident_mib();
+        const auto t0 = SteadyClock::now();
         jsonlw::RawJsonWriter w(loop.executor(),
                                 jsonlw::WriterOptions{
                                     .directory = s.dir,
                                     .stem = "submit",
                                     .subject = "bench",
+                                    .queue_capacity = s.queue_capacity,
+                                    .batch_records = s.batch_records,
                                     .flush_interval = std::chrono::milliseconds(s.flush_interval_ms),
+                                    .overflow = s.block ? jsonlw::Overflow::block
+                                                        : jsonlw::Overflow::drop_newest,
                                     .log = logs.sink(),
                                     .idle_poll = std::chrono::microseconds(s.idle_poll_us),
                                 });
         w.start();
+        r.start_ms = seconds_since(t0) * 1e3;
+        r.start_rss_mib = resident_mib() - rss0;
         PacedSubmits paced{w, s, PacedCalls(s, r)};
         if (s.from_loop) {
             // A small handler (two pointers and the executor) that re-posts itself.

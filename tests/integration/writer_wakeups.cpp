@@ -13,6 +13,8 @@
 
 #include <boost/asio/strand.hpp>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -136,4 +138,75 @@ TEST_CASE("RawJsonWriter: submit(std::string_view) copies a line of up to 456 B 
     CHECK(report.drained);
     CHECK(report.stats.written == 3000);
     CHECK(read_lines(w.file_path()) == expected);
+}
+
+TEST_CASE("wake-ups taken by producers: none at a steady rate below the polling threshold, exactly one per park after an idle spell",
+          "[integration][writer][wakeup]")
+{
+    Harness h;
+    TestWriter w(h.executor(), h.options());  // idle_poll 1 ms; a poll is cut short at 64 waiting
+    h.start(w);
+    int refused = 0;
+    allocations_in_submits(w, 0, 1, 0us, refused);  // the drain's first poll: it may be parked
+    REQUIRE(wait_until([&] { return w.stats().written == 1; }));
+    const std::uint64_t w0 = w.drain_wakeups();
+    // 999 records, one every 100 us: about 10 wait at each poll, never 64. Only a gap long
+    // enough for the drain to park (50 ms without records: a descheduled test thread) may
+    // take a wake-up; on a machine that is not starved there is none.
+    int long_gaps = 0;
+    auto last = std::chrono::steady_clock::now();
+    for (int i = 1; i < 1000; ++i) {
+        allocations_in_submits(w, i, 1, 100us, refused);
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last >= 40ms) ++long_gaps;
+        last = now;
+    }
+    CHECK(w.drain_wakeups() - w0 <= static_cast<std::uint64_t>(long_gaps));
+    if (long_gaps == 0) CHECK(w.drain_wakeups() == w0);
+    REQUIRE(wait_until([&] { return w.stats().written == 1000; }));
+    for (int round = 0; round < 3; ++round) {
+        REQUIRE(wait_until([&] { return w.drain_parked(); }));
+        const std::uint64_t before = w.drain_wakeups();
+        allocations_in_submits(w, 1000 + round, 1, 0us, refused);
+        // Written without a flush, soon after the one wake-up it took.
+        const auto t0 = std::chrono::steady_clock::now();
+        REQUIRE(wait_until([&] { return w.stats().written == 1001u + round; }));
+        CHECK(std::chrono::steady_clock::now() - t0 < 2s);
+        CHECK(w.drain_wakeups() - before == 1);
+    }
+    CHECK(refused == 0);
+    const auto report = close(w);
+    CHECK(report.stats.written == 1003);
+}
+
+TEST_CASE("a burst of submits into a large fresh writer takes no page fault and no allocation on the producer's thread",
+          "[integration][writer][raw_json][faults]")
+{
+    Harness h;
+    auto o = h.options();
+    o.queue_capacity = std::size_t{1} << 17;  // 64 MiB of queue cells
+    o.batch_records = 4096;
+    jsonlw::RawJsonWriter w(h.executor(), o);
+    w.start();  // the loop is not running: the burst only pushes
+    std::string line = "{\"burst\":\"" + std::string(236, 'x') + "\"}";
+    REQUIRE(line.size() == 248);
+    constexpr int n = 50000;  // 25 MiB of cells, 6,250 pages never pushed to before
+    const auto faults = [] {
+        rusage u{};
+        getrusage(RUSAGE_THREAD, &u);
+        return u.ru_minflt + u.ru_majflt;
+    };
+    int accepted = 0;
+    const std::uint64_t a0 = allocations_on_this_thread();
+    const long f0 = faults();
+    for (int i = 0; i < n; ++i) accepted += w.submit(std::string_view(line)) == SubmitResult::accepted;
+    const long f1 = faults();
+    const std::uint64_t allocations = allocations_on_this_thread() - a0;
+    CHECK(accepted == n);
+    CHECK(f1 - f0 == 0);
+    CHECK(allocations == 0);
+    h.loop.start();
+    const auto report = close(w);
+    CHECK(report.stats.written == static_cast<std::uint64_t>(n));
+    CHECK(count_lines(w.file_path()) == static_cast<std::size_t>(n));
 }

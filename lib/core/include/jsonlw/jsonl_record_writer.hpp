@@ -188,6 +188,11 @@ public:
     // Whether the drain is parked: idle past its polling (idle_poll), so the next submit()
     // posts it a wake-up. For monitoring and tests; any thread.
     bool drain_parked() const noexcept { return core_->drain_parked(); }
+    // How many times a submit() woke the drain (a parked one, or a polling one that found a
+    // quarter of the queue, at most a batch, waiting): each wake-up is a post to your
+    // executor — its lock, maybe a system call — on the submitting thread. A producer at a
+    // steady rate below that takes none. For monitoring and tests; any thread.
+    std::uint64_t drain_wakeups() const noexcept { return core_->drain_wakeups(); }
     // The default layout's file (empty before start(), or when inert or disabled). With an
     // open suffix or rotation: the final name of the first file (see files()).
     const std::filesystem::path& file_path() const noexcept { return core_->file_path(); }

@@ -276,12 +276,18 @@ void Drain::notify(std::uint8_t seen, std::uint64_t pos) noexcept
     std::uint8_t expected = seen;
     if (!doorbell_.compare_exchange_strong(expected, awake, std::memory_order_acq_rel)) return;
     // One post per park, never one per record.
+    producer_wakeups_.fetch_add(1, std::memory_order_relaxed);
     post_wake();
 }
 
 void WriterCore::wake_drain(std::uint8_t seen, std::uint64_t pos) noexcept
 {
     impl_->drain.notify(seen, pos);
+}
+
+std::uint64_t WriterCore::drain_wakeups() const noexcept
+{
+    return impl_->drain.producer_wakeups();
 }
 
 }  // namespace jsonlw::detail

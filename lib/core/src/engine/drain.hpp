@@ -66,6 +66,11 @@ public:
     // Any thread, after a push at `pos` found the doorbell `seen` (not awake): posts one
     // wake-up per park — while polling or lingering, only once enough records wait.
     void notify(std::uint8_t seen, std::uint64_t pos) noexcept;
+    // Wake-ups producers posted so far (notify()'s posts). Any thread.
+    std::uint64_t producer_wakeups() const noexcept
+    {
+        return producer_wakeups_.load(std::memory_order_relaxed);
+    }
     // The strand: cuts the current park, poll or linger short.
     void wake() noexcept { timer_.cancel(); }
     // Any thread: have wake() run on the strand.
@@ -108,6 +113,7 @@ private:
     std::atomic<bool> yield_hop_{false};
     // Lingering or polling: the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at_{0};
+    std::atomic<std::uint64_t> producer_wakeups_{0};  // one per park at most: never hot
 
     // The strand's own.
     bool closing_ = false;

@@ -2,6 +2,8 @@
 // "closed" bit in the enqueue position, so closing is atomic with respect to every push.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -48,8 +50,12 @@ protected:
     ~RingPositions() = default;
 
     alignas(cache_line) std::atomic<std::uint64_t> tail_{0};
+    // The consumers' line: the head, and what the consumer reads ahead (warm_ahead()). The
+    // line after it holds what producers read on every push: nothing on it may change.
     alignas(cache_line) std::atomic<std::uint64_t> head_{0};
-    char pad_[cache_line - sizeof(std::atomic<std::uint64_t>)]{};
+    std::uint64_t warmed_ = 0;    // warm_ahead(): cells before this position were read
+    std::uint64_t warm_sum_ = 0;  // warm_ahead(): what the reads returned (otherwise unused)
+    char pad_[cache_line - 3 * sizeof(std::uint64_t)]{};
 };
 
 // Push is one CAS on the tail plus one release store; no lock, no allocation, no syscall.
@@ -67,10 +73,12 @@ public:
         : capacity_(capacity == 0 ? 1 : capacity),
           cells_count_(capacity_ < 2 ? 2 : capacity_),
           mask_((cells_count_ & (cells_count_ - 1)) == 0 ? cells_count_ - 1 : 0),
-          cells_(new Cell[cells_count_])
+          cells_(allocate(cells_count_))
     {
-        for (std::size_t i = 0; i < cells_count_; ++i)
+        for (std::size_t i = 0; i < cells_count_; ++i) {
+            ::new (static_cast<void*>(&cells_[i])) Cell;  // the record's bytes left as they are
             cells_[i].seq.store(i, std::memory_order_relaxed);
+        }
         // The init loop touched every page, but on a large ring the first pages' translations
         // are gone again by its end: have them ready for the first pushes.
         warm_ahead(warm_cells);
@@ -203,10 +211,11 @@ private:
     // A cell per cache line (at least): the drain polling every idle_poll pops the cell just
     // behind the one a producer fills, and two cells on one line made each push a miss on
     // the line the other core had just written (false sharing).
-    struct alignas(cache_line) Cell {
+    struct alignas(cache_line) Cell {  // trivially destructible: the ring destroys records
         std::atomic<std::uint64_t> seq;
         alignas(T) unsigned char storage[sizeof(T)];
     };
+    static_assert(std::is_trivially_destructible_v<Cell>);
     Cell& cell(std::uint64_t p) const noexcept
     {
         return cells_[mask_ ? (p & mask_) : (p % cells_count_)];
@@ -214,12 +223,36 @@ private:
     // Cells per 4 KiB page, rounded down: stepping by it reads every page at least once.
     static constexpr std::size_t cells_per_page = sizeof(Cell) < 4096 ? 4096 / sizeof(Cell) : 1;
 
+    // The cells' memory, every page of it resident before the first push. A ring of
+    // populate_bytes or more is mapped with MAP_POPULATE: one system call maps and faults in
+    // every page, in half the time of faulting them in one by one (1 GiB: 1.3 s instead of
+    // 2.5 s, docs/benchmarks.md, "Submit cost"); a smaller one comes from operator new.
+    static constexpr std::size_t populate_bytes = std::size_t{2} << 20;
+    struct Unmap {
+        std::size_t bytes = 0;  // 0: from operator new
+        void operator()(Cell* c) const noexcept
+        {
+            if (bytes) ::munmap(static_cast<void*>(c), bytes);
+            else ::operator delete(static_cast<void*>(c), std::align_val_t{alignof(Cell)});
+        }
+    };
+    using Cells = std::unique_ptr<Cell[], Unmap>;
+    static Cells allocate(std::size_t count)
+    {
+        const std::size_t bytes = count * sizeof(Cell);
+        if (bytes >= populate_bytes) {
+            void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+            if (m != MAP_FAILED) return Cells(static_cast<Cell*>(m), Unmap{bytes});
+        }
+        return Cells(static_cast<Cell*>(::operator new(bytes, std::align_val_t{alignof(Cell)})),
+                     Unmap{0});
+    }
+
     const std::size_t capacity_;
     const std::size_t cells_count_;
     const std::size_t mask_;  // cells_count_ - 1 when that is a power of two, else 0
-    std::unique_ptr<Cell[]> cells_;
-    std::uint64_t warmed_ = 0;    // warm_ahead(): cells before this position were read
-    std::uint64_t warm_sum_ = 0;  // warm_ahead(): what the reads returned (otherwise unused)
+    Cells cells_;
 };
 
 }  // namespace jsonlw::detail

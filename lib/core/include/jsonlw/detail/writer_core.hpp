@@ -106,6 +106,7 @@ public:
     {
         return wake_state_.load(std::memory_order_acquire) == parked;
     }
+    std::uint64_t drain_wakeups() const noexcept;
     const std::filesystem::path& file_path() const noexcept { return file_path_; }
     std::vector<std::filesystem::path> files() const;
     const std::string& writer_id() const noexcept { return writer_id_; }
@@ -182,7 +183,8 @@ private:
     std::vector<std::unique_ptr<OtlpRecordForm>> otlp_forms_;  // one per serializer slot
     SerialCache serial_;             // I/O thread (filled by the serializers in preserialize())
     std::size_t unit_batches_ = 1;   // set by start()
-    std::atomic<State> state_{State::created};
+    // Read by every submit(): on a line of its own, away from the I/O thread's state above.
+    alignas(64) std::atomic<State> state_{State::created};
     std::atomic<std::uint64_t> final_pushes_{0};
     // The drain's doorbell, the one drain state producers read (inline, in after_push()).
     alignas(64) std::atomic<std::uint8_t> wake_state_{awake};

@@ -1,0 +1,150 @@
+// The submit-tail scenario: what one paced caller pays per submit() at the tail, every call
+// timed, across queue capacities (1,024, 2^16, 2^21 records: the ring's memory from 0.5 MiB
+// to 1 GiB), two rates and both threads, next to a Quill-style frontend; with the caller's
+// page faults and each queue's start-up cost (docs/benchmarks.md, "Submit cost").
+#include "clock.hpp"
+#include "line_pool.hpp"
+#include "runs.hpp"
+#include "scenarios.hpp"
+#include "side_by_side.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+namespace bench {
+
+namespace {
+
+struct Cell {
+    std::string name;
+    SubmitCostSpec spec;
+    bool quill_style = false;
+};
+
+std::string capacity_label(std::size_t c)
+{
+    if (c >= (1u << 16) && std::has_single_bit(c)) return fmt::format("2^{}", std::countr_zero(c));
+    return fmt::format("{}", c);
+}
+
+}  // namespace
+
+void submit_tail_scenario(const Config& cfg, Report& report)
+{
+    const LinePool pool = make_pool(250);
+    SubmitCostSpec base{&pool, 50000, cfg.quick ? 0.2 : 2.0, 1, cfg.dir};
+    base.form = SubmitCostSpec::Form::view;
+    // As a high-rate user configures it: batches of 4,096 (at most a quarter of the queue),
+    // Overflow::block (the caller waits rather than lose a record).
+    base.block = true;
+    std::vector<Cell> cells;
+    for (double rate : {50000.0, 500000.0}) {
+        for (std::size_t cap : {std::size_t{1024}, std::size_t{1} << 16, std::size_t{1} << 21}) {
+            for (bool loop : {false, true}) {
+                Cell c{fmt::format("jsonlw {}/s, queue {}, {}", human(rate), capacity_label(cap),
+                                   loop ? "loop thread" : "other thread"),
+                       base};
+                c.spec.rate_per_s = rate;
+                c.spec.queue_capacity = cap;
+                c.spec.batch_records = std::min<std::size_t>(4096, std::max<std::size_t>(cap / 4, 64));
+                c.spec.from_loop = loop;
+                cells.push_back(std::move(c));
+            }
+        }
+        Cell q{fmt::format("Quill-style SPSC ring 128 KiB {}/s, other thread", human(rate)), base,
+               true};
+        q.spec.rate_per_s = rate;
+        cells.push_back(std::move(q));
+    }
+    std::vector<Variant<SubmitCostResult>> variants;
+    for (const Cell& c : cells)
+        variants.push_back({c.name, [&c] {
+                                return c.quill_style ? quill_style_submit_cost(c.spec)
+                                                     : jsonlw_raw_submit_cost(c.spec);
+                            }});
+    auto results = alternate<SubmitCostResult>(
+        cfg, "submit tail", variants, [](const SubmitCostResult& r) {
+            return fmt::format("p99 {:.0f} ns, p99.9 {:.0f} ns, {} faults{}",
+                               quantile(r.ns, 0.99), quantile(r.ns, 0.999), r.minor_faults,
+                               r.problem.empty() ? "" : " PROBLEM: " + r.problem);
+        });
+
+    const TickClock& clk = TickClock::get();
+    Section sec;
+    sec.scenario = "submit-tail";
+    sec.title = fmt::format("submit tail on the caller's thread: 250 B records, every call timed "
+                            "({}), {} s per run; submit(std::string_view)",
+                            clk.name(), base.seconds);
+    sec.params = {{"seconds", base.seconds}, {"clock_overhead_ns", clk.overhead_ns()}};
+    for (std::size_t v = 0; v < cells.size(); ++v) {
+        Row row;
+        row.variant = cells[v].name;
+        row.unit = "p99.9 ns";
+        row.higher_is_better = false;
+        std::vector<double> p50s, p99s, maxes, starts, rss;
+        std::uint64_t faults = 0, calls = 0, refused = 0;
+        double rate = 0;
+        for (const SubmitCostResult& r : results[v]) {
+            row.values.v.push_back(quantile(r.ns, 0.999));
+            p50s.push_back(quantile(r.ns, 0.5));
+            p99s.push_back(quantile(r.ns, 0.99));
+            maxes.push_back(r.ns.empty() ? 0 : *std::max_element(r.ns.begin(), r.ns.end()));
+            starts.push_back(r.start_ms);
+            rss.push_back(r.start_rss_mib);
+            faults += r.minor_faults;
+            calls += r.calls;
+            refused += r.refused;
+            rate += r.achieved_rate / static_cast<double>(results[v].size());
+        }
+        const double p99 = quantile(p99s, 0.5);
+        row.extra = {{"p50", quantile(p50s, 0.5)},
+                     {"p99", p99},
+                     {"max", *std::max_element(maxes.begin(), maxes.end())},
+                     {"faults/1k calls", calls ? 1000.0 * static_cast<double>(faults) / calls : 0},
+                     {"calls/s", rate}};
+        if (!cells[v].quill_style)
+            row.extra.insert(row.extra.end(), {{"start ms", quantile(starts, 0.5)},
+                                               {"start MiB", quantile(rss, 0.5)}});
+        if (refused) row.extra.emplace_back("refused", static_cast<double>(refused));
+        row.problem = first_problem(results[v]);
+        if (!cells[v].quill_style) {
+            report.goals.push_back(make_goal(fmt::format("submit() p99.9, {}", cells[v].name),
+                                             "<=", 1000, row.values.median(), "ns"));
+            report.goals.push_back(make_goal(fmt::format("submit() p99, {}", cells[v].name),
+                                             "<=", 300, p99, "ns"));
+            report.goals.push_back(make_goal(
+                fmt::format("page faults in submit()'s thread per 1,000 calls, {}", cells[v].name),
+                "<=", 0, calls ? 1000.0 * static_cast<double>(faults) / calls : 0.0, "faults"));
+        }
+        sec.rows.push_back(row);
+    }
+    // Each jsonlw cell against the Quill-style ring at its rate (the last cell of each rate).
+    const std::size_t per_rate = cells.size() / 2;
+    for (std::size_t v = 0; v < cells.size(); ++v) {
+        const std::size_t q = (v / per_rate) * per_rate + per_rate - 1;
+        if (v != q && !sec.rows[q].skipped && !sec.rows[v].skipped)
+            sec.rows[v].ratio = pair_ratios(sec.rows[v].values, sec.rows[q].values, false);
+    }
+    sec.notes.push_back(fmt::format(
+        "every figure includes the clock's own cost: {:.0f} ns (median empty start/stop); "
+        "value: median over the runs of each run's p99.9; p50/p99 likewise; max over all runs",
+        clk.overhead_ns()));
+    sec.notes.push_back("jsonlw: RawJsonWriter, Overflow::block, batch_records min(4096, "
+                        "queue/4), flush_interval 0, idle_poll 1 ms; the record is the pooled "
+                        "line, copied into its queue cell (512 B a cell: 2^21 cells are 1 GiB)");
+    sec.notes.push_back("faults: minor + major page faults of the calling thread after the "
+                        "warm-up (getrusage RUSAGE_THREAD, read between calls every 256 calls); "
+                        "start: constructing and starting the writer, and the resident memory "
+                        "that added");
+    sec.notes.push_back("Quill-style: the line copied into a preallocated, pre-touched 128 KiB "
+                        "single-producer byte ring that a backend thread polls (100 us sleep "
+                        "when empty) and fwrite()s; it validates nothing and counts nothing "
+                        "(bench/quill_style_runs.cpp); ratio on a jsonlw row: the Quill-style "
+                        "p99.9 at the same rate over jsonlw's, pair by pair (above 1: jsonlw's "
+                        "tail is shorter)");
+    report.sections.push_back(std::move(sec));
+}
+
+}  // namespace bench
