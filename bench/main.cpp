@@ -44,6 +44,9 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
   --rate R         serve-cost: requests/s of the fixed-rate cell (default: half the capacity
                    measured first)
   --h2load         serve-cost: also measure saturation with h2load as the client
+  --cell TEXT      throughput: run only the cells whose name ("throughput <writer> <size>
+                   x<producers>", as progress prints it) contains TEXT, e.g.
+                   --cell "RawJsonWriter 250 B"; the others are printed as skipped
 
 The table goes to stdout, progress to stderr. Exit status 1 when a run failed a check
 (a line count, the counters); a missed goal is reported, not an error.
@@ -130,6 +133,7 @@ int main(int argc, char** argv)
                 records_given = true;
             } else if (a == "--rate") cfg.serve_rate = std::stod(need("requests/s"));
             else if (a == "--h2load") cfg.h2load = true;
+            else if (a == "--cell") cfg.cell_filter = need("a cell's name, or part of it");
             else if (a == "--pairs") cfg.pairs = std::max(1, std::stoi(need("a count")));
             else if (a == "--scenario") {
                 need("a name");

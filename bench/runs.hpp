@@ -26,6 +26,10 @@ struct ThroughputSpec {
     const std::string* prebuilt = nullptr;  // the write() limit's buffer (records lines)
     std::size_t serializers = 1;            // jsonlw: WriterOptions::serializer_threads
     bool submit_view = false;  // RawJsonWriter: submit(std::string_view), no string built
+    // RawJsonWriter, not submit_view: the string's buffer handed over whatever its length
+    // (RawJsonText::take_buffer_t), freed on the I/O thread — submit(std::string&&) before it
+    // copied short texts into the cell.
+    bool hand_over = false;
 };
 
 struct ThroughputResult {

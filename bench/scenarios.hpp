@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <string>
 
 namespace bench {
 
@@ -18,6 +19,8 @@ struct Config {
     double serve_rate = 0;            // serve-cost: arrivals/s of the fixed-rate cell (0: half
                                       // the capacity measured first)
     bool h2load = false;              // serve-cost: also saturation measured by h2load
+    std::string cell_filter;          // throughput: only cells "throughput <writer> <size> x<n>"
+                                      // containing it (the others' rows: skipped)
 };
 
 // Overload runs each variant in a forked child, so it must run while this process has no

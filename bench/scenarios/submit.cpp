@@ -75,7 +75,7 @@ void submit_scenario(const Config& cfg, Report& report)
             continue;
         }
         std::vector<double> means, p99s, p999s, maxes, pooled;
-        std::uint64_t calls = 0, allocations = 0, refused = 0, warm_allocations = 0;
+        std::uint64_t calls = 0, allocations = 0, refused = 0, warm_allocations = 0, faults = 0;
         double rate = 0;
         for (const SubmitCostResult& r : results[v]) {
             row.values.v.push_back(quantile(r.ns, 0.5));
@@ -88,6 +88,7 @@ void submit_scenario(const Config& cfg, Report& report)
             allocations += r.allocations;
             warm_allocations += r.warmup_allocations;
             refused += r.refused;
+            faults += r.minor_faults;
             rate += r.achieved_rate / static_cast<double>(results[v].size());
         }
         const double per_call = calls ? static_cast<double>(allocations) / calls : 0;
@@ -99,6 +100,8 @@ void submit_scenario(const Config& cfg, Report& report)
                      {"allocs/call", per_call},
                      {"calls/s", rate}};
         row.extra.emplace_back("warm-up allocs", static_cast<double>(warm_allocations));
+        row.extra.emplace_back("faults/1k calls",
+                               calls ? 1000.0 * static_cast<double>(faults) / calls : 0.0);
         if (refused) row.extra.emplace_back("refused", static_cast<double>(refused));
         row.problem = first_problem(results[v]);
         if (v < 2 || v == 5) {

@@ -29,6 +29,7 @@ void throughput_scenario(const Config& cfg, Report& report)
     const std::string raw_trusted_view = "jsonlw RawJsonWriter, trusted, submit(string_view)";
     const std::string raw_full_view = "jsonlw RawJsonWriter, submit(string_view)";
     const std::string raw_full_2 = "jsonlw RawJsonWriter, 2 serializers, submit(string_view)";
+    const std::string raw_handed_over = "jsonlw RawJsonWriter, owned string's buffer handed over";
     const std::string validated_row = "simdjson validate+minify, fprintf+mutex";
     for (std::size_t size : {std::size_t{250}, std::size_t{1024}, std::size_t{4096}}) {
         const LinePool pool = make_pool(size);
@@ -60,6 +61,16 @@ void throughput_scenario(const Config& cfg, Report& report)
                  "validates, as the first row; serializer_threads = 2 (the I/O thread and one "
                  "helper validate)", true},
             };
+            if (size == 250)
+                cells.push_back(
+                    {raw_handed_over,
+                     [](ThroughputSpec s) {
+                         s.hand_over = true;
+                         return jsonlw_raw_throughput(s, false);
+                     },
+                     "as the first row, but each string's buffer handed over to the writer and "
+                     "freed on its I/O thread (what submit(std::string&&) did before it copied "
+                     "texts of up to 456 B into the queue cell)", true});
             for (CellVariant& c : plain_baselines(raw_trusted_view)) cells.push_back(std::move(c));
             cells.push_back({validated_row, fprintf_validated_throughput,
                              "validates: each producer parses (simdjson DOM) and minifies the "
@@ -98,6 +109,16 @@ void throughput_scenario(const Config& cfg, Report& report)
                 if (!have_spdlog()) g.note = "skipped: " + spdlog_missing();
                 report.goals.push_back(g);
             }
+            // Validated lines against fprintf+mutex, which validates nothing: the owned string
+            // (the first row: submit(std::string&&)) and the view.
+            for (const auto& [row, how] : {std::pair{raw_full, "submit(std::string&&)"},
+                                           std::pair{raw_full_view, "submit(std::string_view)"}})
+                if (size == 250 && (producers == 1 || producers == 4))
+                    report.goals.push_back(make_goal(
+                        fmt::format("validated RawJsonWriter 250 B, {}, {} producer{}: records/s "
+                                    "vs fprintf+mutex (no validation)",
+                                    how, producers, producers > 1 ? "s" : ""),
+                        ">=", 1.0, ratio_between(sec, row, fprintf_row), "x"));
             // The default (1 serializer), and serializer_threads = 2.
             for (const auto& [row, how] : {std::pair{raw_full_view, ""},
                                            std::pair{raw_full_2, ", serializer_threads 2"}})

@@ -28,10 +28,12 @@ Section throughput_cell(const Config& cfg, const std::string& writer, const Line
             return r;
         };
     };
+    const std::string cell = fmt::format("throughput {} {} x{}", writer, pool.label, producers);
+    const bool chosen = cfg.cell_filter.empty() || cell.find(cfg.cell_filter) != std::string::npos;
     std::vector<Variant<ThroughputResult>> variants;
     for (const CellVariant& c : cells)
-        variants.emplace_back(c.name, counted(c.run), c.available, c.why_not);
-    const std::string cell = fmt::format("throughput {} {} x{}", writer, pool.label, producers);
+        variants.emplace_back(c.name, counted(c.run), c.available && chosen,
+                              chosen ? c.why_not : "not chosen (--cell)");
     auto results = alternate<ThroughputResult>(
         cfg, cell, variants, [&](const ThroughputResult& r) {
             return fmt::format("{} rec/s{}{}", human(static_cast<double>(records) / r.seconds),

@@ -55,7 +55,11 @@ ThroughputResult jsonlw_raw_throughput(const ThroughputSpec& s, bool trusted)
                           for (std::size_t n = 0; n < count; ++n, i += stride) {
                               const SubmitResult res =
                                   s.submit_view ? w.submit(std::string_view(s.pool->at(i)))
-                                                : w.submit(std::string(s.pool->at(i)));
+                                  : s.hand_over
+                                      ? w.submit(jsonlw::RawJsonText(
+                                            jsonlw::RawJsonText::take_buffer_t{},
+                                            std::string(s.pool->at(i))))
+                                      : w.submit(std::string(s.pool->at(i)));
                               if (res != SubmitResult::accepted) ++bad;
                           }
                           refused += bad;

@@ -38,6 +38,12 @@ public:
     // glibc's free of another thread's chunk takes that arena's lock against the caller's
     // next malloc (docs/benchmarks.md, "Owned strings"). A longer text's buffer is taken
     // (no copy; freed on the writer's thread).
+    // Takes the string's buffer whatever its length (no copy; freed on the writer's thread).
+    struct take_buffer_t {};
+    RawJsonText(take_buffer_t, std::string&& text) noexcept
+        : heap_(std::move(text)), size_(heap_.size())
+    {
+    }
     RawJsonText(std::string&& text) noexcept : size_(text.size())
     {
         if (size_ <= inline_capacity) {
