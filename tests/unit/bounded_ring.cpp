@@ -370,33 +370,34 @@ struct Wide {
 };
 static_assert(sizeof(Wide) == 504);
 
-TEST_CASE("the consumer reads ahead of the tail each page a push will reach, once", "[unit][ring]")
+TEST_CASE("the consumer reads ahead of the tail each page a push will reach, once, on a ring of more than 64 MiB", "[unit][ring]")
 {
     within(quick, [] {
         constexpr std::size_t ahead = BoundedRing<Wide>::warm_cells;  // 8192 cells: 1024 pages
-        Kept<Wide> big(std::size_t{1} << 16);
+        Kept<Wide> big(std::size_t{1} << 18);  // 128 MiB of cells
         BoundedRing<Wide>& ring = *big;
         // The constructor read the first `ahead` cells' pages: nothing is new yet.
-        CHECK(ring.warm_ahead(ahead) == 0);
+        CHECK(ring.warm_ahead(ring.claimed(), ahead) == 0);
         for (std::uint64_t i = 0; i < 80; ++i) {
             Wide w(i);
             std::uint64_t pos = 0;
             REQUIRE(ring.try_push(w, pos) == BoundedRing<Wide>::Push::ok);
         }
         // The tail moved 80 cells (10 pages): exactly those past the old window are read.
-        CHECK(ring.warm_ahead(ahead) == 10);
-        CHECK(ring.warm_ahead(ahead) == 0);
+        CHECK(ring.warm_ahead(ring.claimed(), ahead) == 10);
+        CHECK(ring.warm_ahead(ring.claimed(), ahead) == 0);
         // A wider window reads only the pages beyond what was read.
-        CHECK(ring.warm_ahead(ahead + 64) == 8);
+        CHECK(ring.warm_ahead(ring.claimed(), ahead + 64) == 8);
+        // From the head, behind the tail: nothing new either.
+        CHECK(ring.warm_ahead(ring.consumed(), ahead) == 0);
         for (std::uint64_t i = 0; i < 80; ++i) REQUIRE(ring.try_pop().has_value());
 
-        // A ring smaller than the window: one lap ahead at most.
-        Kept<Wide> small(1024);
-        CHECK(small->warm_ahead(ahead) == 0);
+        // A ring of 64 MiB or less is not read ahead: its pages stay warm on their own.
+        Kept<Wide> mid(std::size_t{1} << 17);
         Wide w(1);
         std::uint64_t pos = 0;
-        REQUIRE(small->try_push(w, pos) == BoundedRing<Wide>::Push::ok);
-        CHECK(small->warm_ahead(ahead) == 1);  // cell 1024 + 0: the page of cell 1024..1031
-        REQUIRE(small->try_pop().has_value());
+        REQUIRE(mid->try_push(w, pos) == BoundedRing<Wide>::Push::ok);
+        CHECK(mid->warm_ahead(mid->claimed(), ahead) == 0);
+        REQUIRE(mid->try_pop().has_value());
     });
 }

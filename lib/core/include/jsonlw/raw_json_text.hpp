@@ -32,18 +32,18 @@ public:
     RawJsonText(std::string_view text) { assign(text); }
     RawJsonText(const char* text) : RawJsonText(std::string_view(text)) {}
     RawJsonText(const std::string& text) : RawJsonText(std::string_view(text)) {}
-    // A text of up to inline_capacity bytes is copied into the record, as a view is: the
-    // string keeps its buffer, freed by the caller on the thread that allocated it. Handing
-    // the buffer over costs more than the copy — the writer's thread would free it, and
-    // glibc's free of another thread's chunk takes that arena's lock against the caller's
-    // next malloc (docs/benchmarks.md, "Owned strings"). A longer text's buffer is taken
-    // (no copy; freed on the writer's thread).
     // Takes the string's buffer whatever its length (no copy; freed on the writer's thread).
     struct take_buffer_t {};
     RawJsonText(take_buffer_t, std::string&& text) noexcept
         : heap_(std::move(text)), size_(heap_.size())
     {
     }
+    // A text of up to inline_capacity bytes is copied into the record, as a view is: the
+    // string keeps its buffer, freed by its owner on the thread that allocated it, from
+    // glibc's per-thread cache without a lock — handed over, the buffer would be freed on
+    // the writer's thread, into the allocating thread's arena under that arena's lock
+    // (docs/queue.md). A longer text's buffer is taken (no copy; freed on the writer's
+    // thread).
     RawJsonText(std::string&& text) noexcept : size_(text.size())
     {
         if (size_ <= inline_capacity) {

@@ -81,7 +81,7 @@ public:
         }
         // The init loop touched every page, but on a large ring the first pages' translations
         // are gone again by its end: have them ready for the first pushes.
-        warm_ahead(warm_cells);
+        warm_ahead(0, warm_cells);
     }
     BoundedRing(const BoundedRing&) = delete;
     BoundedRing& operator=(const BoundedRing&) = delete;
@@ -95,20 +95,24 @@ public:
     // How many cells past the tail warm_ahead() keeps ready: 4 MiB of 512-byte cells, more
     // than a producer at a million records a second fills between two of the drain's polls.
     static constexpr std::size_t warm_cells = 8192;
+    // Rings up to this size are not read ahead: their pages are revisited often enough to
+    // stay warm (a 32 MiB ring measured no stall; a 1 GiB one a stall every 8th push).
+    static constexpr std::size_t warm_above_bytes = std::size_t{64} << 20;
 
-    // Consumer side (the I/O thread, under the consumer lock; the constructor): reads one
-    // word in every page of the next `cells` cells past the tail that earlier calls have not
-    // read, so that a producer's push never is the first access to a page in a long while.
-    // On a ring of many MiB a push into a page untouched for one lap of the ring cost 5-10 us
-    // on the machines measured (the page's translation gone from the TLB and, under a
-    // hypervisor's shadow paging, from the host's tables: no page fault the guest sees);
-    // any thread's read restores the second, and the page-table lines the walk needs
-    // (docs/benchmarks.md, "Submit cost"). Returns the pages read.
-    std::size_t warm_ahead(std::size_t cells) noexcept
+    // Consumer side (the I/O thread, under the consumer lock; the constructor): on a ring of
+    // more than warm_above_bytes, reads one word in every page of the `cells` cells past
+    // `from` (the tail, or the head when the consumer has just caught up: then they are the
+    // same, and the head is the consumer's own line) that earlier calls have not read, so
+    // that a push never is the first access to a page in a long while. A push into a page
+    // untouched for a lap of a large ring cost 5-10 us on the machines measured (its
+    // translation gone from the TLB and, under a hypervisor's shadow paging, from the host's
+    // tables: no page fault the guest sees); any thread's read restores the second, and the
+    // page-table lines the walk needs (docs/queue.md). Returns the pages read.
+    std::size_t warm_ahead(std::uint64_t from, std::size_t cells) noexcept
     {
-        const std::uint64_t tail = claimed();
-        const std::uint64_t to = tail + std::min<std::uint64_t>(cells, cells_count_);
-        std::uint64_t p = warmed_ > tail ? warmed_ : tail;
+        if (cells_count_ * sizeof(Cell) <= warm_above_bytes) return 0;
+        const std::uint64_t to = from + std::min<std::uint64_t>(cells, cells_count_);
+        std::uint64_t p = warmed_ > from ? warmed_ : from;
         std::size_t pages = 0;
         std::uint64_t sum = 0;
         for (; p < to; p += cells_per_page, ++pages)
@@ -226,7 +230,7 @@ private:
     // The cells' memory, every page of it resident before the first push. A ring of
     // populate_bytes or more is mapped with MAP_POPULATE: one system call maps and faults in
     // every page, in half the time of faulting them in one by one (1 GiB: 1.3 s instead of
-    // 2.5 s, docs/benchmarks.md, "Submit cost"); a smaller one comes from operator new.
+    // 2.5 s, docs/queue.md); a smaller one comes from operator new.
     static constexpr std::size_t populate_bytes = std::size_t{2} << 20;
     struct Unmap {
         std::size_t bytes = 0;  // 0: from operator new

@@ -65,7 +65,9 @@ public:
                 n += m;
                 full = m == o.batch_records;
             }
-            ring_.warm_ahead(Ring::warm_cells);  // the pages the next pushes go to
+            // The pages the next pushes go to: past the tail while records still wait (a
+            // full batch), else past the head, where the tail is now.
+            ring_.warm_ahead(full ? ring_.claimed() : ring_.consumed(), Ring::warm_cells);
             unit.popped(n);
         }
         if (n == 0) return false;
