@@ -119,6 +119,17 @@ struct SubmitCostResult {
 };
 
 SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s);
+// A writer with the default options left idle for `seconds` after one record (its drain
+// parked): the process's CPU time over that spell (nothing else runs), and how long a record
+// submitted then took to be written (stats().written, polled every 50 us).
+struct IdleCostResult {
+    double cpu_share = 0;       // CPU seconds / wall seconds (1 = one core)
+    double wake_ms = 0;         // submit() after the spell until the record is written
+    bool parked = false;        // the drain had parked by the end of the spell
+    std::string problem;
+};
+IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds);
+
 // A Quill-style frontend: the caller copies the line into a preallocated single-producer
 // ring of s.ring_bytes (touched before the first call) that a thread of its own polls,
 // sleeping 100 us when it finds it empty, and fwrite()s. No validation (bench/quill_style_runs.cpp).

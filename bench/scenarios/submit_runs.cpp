@@ -6,11 +6,14 @@
 #include "writer_harness.hpp"
 #include "paced_calls.hpp"
 
+#include <sys/resource.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <chrono>
 #include <fstream>
+#include <thread>
 #include <future>
 #include <optional>
 #include <string>
@@ -130,6 +133,51 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
         r.problem = fmt::format("stats: written {} (accepted {}), dropped {} (refused {})",
                                 st.written, accepted, st.dropped.total(), r.refused);
     empty_dir(s.dir);
+    return r;
+}
+
+IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds)
+{
+    IdleCostResult r;
+    const auto process_cpu = [] {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+               static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+    };
+    const auto written = [](const jsonlw::RawJsonWriter& w, std::uint64_t n) {
+        const auto t0 = SteadyClock::now();
+        while (w.stats().written < n) {
+            if (seconds_since(t0) > 10) return false;
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        return true;
+    };
+    LogTally logs;
+    {
+        Loop loop;
+        jsonlw::RawJsonWriter w(loop.executor(), jsonlw::WriterOptions{
+                                                     .directory = dir,
+                                                     .stem = "idle",
+                                                     .subject = "bench",
+                                                     .log = logs.sink(),
+                                                 });
+        w.start();
+        w.submit(std::string_view(R"({"idle":0})"));
+        if (!written(w, 1)) r.problem = "the first record was not written in 10 s";
+        // The spell: the drain polls for 50 ms, then parks.
+        const double c0 = process_cpu();
+        const auto t0 = SteadyClock::now();
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        r.cpu_share = (process_cpu() - c0) / seconds_since(t0);
+        r.parked = w.drain_parked();
+        const auto s0 = SteadyClock::now();
+        w.submit(std::string_view(R"({"idle":1})"));
+        if (!written(w, 2) && r.problem.empty()) r.problem = "the record after the spell was not written in 10 s";
+        r.wake_ms = seconds_since(s0) * 1e3;
+        w.async_close(asio::use_future).get();
+    }
+    empty_dir(dir);
     return r;
 }
 

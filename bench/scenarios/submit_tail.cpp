@@ -145,6 +145,35 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                         "p99.9 at the same rate over jsonlw's, pair by pair (above 1: jsonlw's "
                         "tail is shorter)");
     report.sections.push_back(std::move(sec));
+
+    // What the writer costs when nothing is submitted, and how soon it wakes for a record.
+    const double spell = cfg.quick ? 0.3 : 2.0;
+    Section idle;
+    idle.scenario = "submit-tail";
+    idle.title = fmt::format("an idle writer (default options, {} s without records after one)",
+                             spell);
+    Row cpu{.variant = "jsonlw RawJsonWriter, idle: CPU of all its threads", .unit = "% of a core"};
+    cpu.higher_is_better = false;
+    Row wake{.variant = "  a record submitted after the spell: written after", .unit = "ms"};
+    wake.higher_is_better = false;
+    std::size_t parked = 0;
+    for (int i = 0; i < cfg.pairs; ++i) {
+        const IdleCostResult r = jsonlw_idle_cost(cfg.dir, spell);
+        progress(fmt::format("idle writer {}/{}: {:.3f} % of a core, woken in {:.2f} ms{}", i + 1,
+                             cfg.pairs, r.cpu_share * 100, r.wake_ms,
+                             r.problem.empty() ? "" : " PROBLEM: " + r.problem));
+        cpu.values.v.push_back(r.cpu_share * 100);
+        wake.values.v.push_back(r.wake_ms);
+        parked += r.parked;
+        if (cpu.problem.empty()) cpu.problem = r.problem;
+    }
+    cpu.extra = {{"runs with the drain parked", static_cast<double>(parked)}};
+    report.goals.push_back(make_goal("idle writer: CPU of its threads", "<=", 1.0,
+                                     cpu.values.median(), "% of a core"));
+    idle.rows = {cpu, wake};
+    idle.notes.push_back("the process's CPU time (getrusage RUSAGE_SELF) over the spell, nothing "
+                         "else running; written: stats().written polled every 50 us (included)");
+    report.sections.push_back(std::move(idle));
 }
 
 }  // namespace bench
