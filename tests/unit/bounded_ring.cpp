@@ -401,3 +401,9 @@ TEST_CASE("the consumer reads ahead of the tail each page a push will reach, onc
         REQUIRE(mid->try_pop().has_value());
     });
 }
+
+TEST_CASE("a capacity whose cells do not fit in the address space is refused with bad_array_new_length, not wrapped around", "[unit][ring]")
+{
+    // 2^56 cells of 512 B: 2^65 bytes, which wraps a 64-bit size to 0.
+    CHECK_THROWS_AS(BoundedRing<Wide>(std::size_t{1} << 56), std::bad_array_new_length);
+}

@@ -243,6 +243,7 @@ private:
     using Cells = std::unique_ptr<Cell[], Unmap>;
     static Cells allocate(std::size_t count)
     {
+        if (count > SIZE_MAX / sizeof(Cell)) throw std::bad_array_new_length();
         const std::size_t bytes = count * sizeof(Cell);
         if (bytes >= populate_bytes) {
             void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
