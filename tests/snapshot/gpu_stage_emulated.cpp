@@ -3,6 +3,7 @@
 // host function never runs (the watchdog), a kernel that reads past its buffer (memcheck), a
 // refused launch, a failing allocation. Linked with gpu_stage.cpp into the emulated program.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING  // as tests/catch_main.cpp
+#include "emulated_guards.hpp"
 #include "gpu_stage_support.hpp"
 
 #include <jsonlw_emu/faults.hpp>
@@ -12,18 +13,6 @@
 #include <string>
 
 using namespace gpu_test;
-
-namespace {
-// Restores the emulated device after a case that broke it on purpose.
-struct DeviceReset {
-    std::uint64_t seed = jsonlw::emu::schedule_seed();  // $JSONLW_EMU_SEED of this run
-    ~DeviceReset()
-    {
-        jsonlw::emu::reset_device();
-        jsonlw::emu::set_schedule_seed(seed);
-    }
-};
-}  // namespace
 
 TEST_CASE("Emulated GPU: the same bits under every schedule seed", "[gpu][emulated]")
 {
@@ -85,9 +74,11 @@ TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never 
     cfg.watchdog = 50ms;
     // The stage's copy stream (made inside create()) holds its first host function: the copy
     // and its event complete, the completion callback does not come.
+    StallsReleased unstall_on_failure;  // the create() below may throw
     jsonlw::emu::stall_new_streams(true, jsonlw::emu::StallAt::next_host_func);
     auto stage = SnapshotStage::create(cfg, Backend::cuda, c.sink());
     jsonlw::emu::stall_new_streams(false);
+    StallsReleased unstall;  // before the stage goes, whichever REQUIRE below fails
     std::vector<RowMeta> meta(rows);
     REQUIRE(stage->capture(step.view(0), step.device.ids(), meta, nullptr) == CaptureResult::enqueued);
     REQUIRE(stage->drain(30s));
@@ -123,6 +114,7 @@ TEST_CASE("Emulated GPU: a kernel that reads past the logits fails its batch, na
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Gate gate;
     CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
+    const ScopeExit open_gate([&gate] { gate.release(); });  // a failed REQUIRE leaves it open too
     REQUIRE(stage->capture(view, step.ids(), meta, stream) == CaptureResult::enqueued);
     gate.release();
     REQUIRE(stage->drain(30s));

@@ -44,6 +44,12 @@ int cuda_device_count(int* error) noexcept
     return n > 0 ? n : 0;
 }
 
+namespace {
+std::atomic<std::uint64_t> g_abandoned_streams{0};  // abandoned_streams()
+}  // namespace
+
+std::uint64_t abandoned_streams() noexcept { return g_abandoned_streams.load(std::memory_order_relaxed); }
+
 namespace detail {
 namespace {
 
@@ -149,19 +155,25 @@ public:
         // Teardown order: no more captures; the copy stream's work done (its host functions run);
         // every batch handed on (the watchdog still running for a failed context); then the
         // watchdog stopped and the device objects destroyed. Pinned slots stay with the ring
-        // until the last lease goes.
+        // until the last lease goes. All of it within config.close_timeout: a stream that has
+        // not completed by then (a hung kernel) is abandoned, as a writer's timed close does.
         closing_.store(true, std::memory_order_release);
         (void)cudaSetDevice(device_);
-        if (cudaStreamSynchronize(copy_stream_) != cudaSuccess) (void)cudaGetLastError();
-        ring_->wait_delivered(std::chrono::steady_clock::now() + config_.watchdog * 2 +
-                              std::chrono::milliseconds(100));
+        const auto deadline = std::chrono::steady_clock::now() + config_.close_timeout;
+        const bool stream_done = wait_stream(deadline);
+        ring_->wait_delivered(std::min(deadline, std::chrono::steady_clock::now() +
+                                                     config_.watchdog * 2 + std::chrono::milliseconds(100)));
         {
             std::lock_guard lock(watch_mutex_);
             stop_ = true;
         }
         watch_cv_.notify_all();
         if (watchdog_.joinable()) watchdog_.join();
-        release_device();
+        if (stream_done) {
+            release_device();
+            return;
+        }
+        abandon();
     }
 
     CaptureResult capture(const LogitsView& v, const std::int32_t* sampled,
@@ -434,6 +446,50 @@ private:
         host_sampled_ = nullptr;
         host_logits_bytes_ = 0;
         host_sampled_rows_ = 0;
+    }
+
+    // Polls the copy stream until it has run everything enqueued (true) or the deadline.
+    // cudaStreamSynchronize has no timeout; a query every 100 us..1 ms costs nothing next to
+    // a kernel. A failed context completes the stream with an error: done, too.
+    bool wait_stream(std::chrono::steady_clock::time_point deadline) noexcept
+    {
+        auto pause = std::chrono::microseconds(100);
+        for (;;) {
+            const cudaError_t q = cudaStreamQuery(copy_stream_);
+            if (q != cudaErrorNotReady) {
+                if (q != cudaSuccess) (void)cudaGetLastError();
+                return true;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) return false;
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, std::chrono::microseconds(1000));
+        }
+    }
+
+    // The copy stream missed close_timeout: the steps still in flight reach the sink as failed,
+    // and whatever the stream may still touch is leaked, never freed under it: device memory
+    // (a kernel may write it), the pinned slots (the ring; a copy may land in them) and the
+    // host functions' contexts (slots_, which a late host function reads; a moved vector keeps
+    // its elements' addresses). The late host function finds its slot delivered.
+    void abandon() noexcept
+    {
+        counters_.set_error("close: the copy stream did not complete within close_timeout; abandoned");
+        const std::uint64_t first = ring_->delivered();
+        const int n = config_.ring_slots;
+        for (int i = 0; i < n; ++i) {
+            const int slot = static_cast<int>((first + std::uint64_t(i)) % std::uint64_t(n));
+            if (ring_->enqueued(slot, nullptr) && ring_->claim(slot)) ring_->finish(slot, true);
+        }
+        struct Leaked {
+            std::shared_ptr<SlotRing> ring;
+            std::vector<DeviceSlot> slots;
+        };
+        try {
+            (void)new Leaked{std::move(ring_), std::move(slots_)};  // on purpose, see above
+        } catch (...) {  // out of memory: the vector's move cannot throw; leak the objects instead
+            (void)new std::shared_ptr<SlotRing>(std::move(ring_));
+        }
+        g_abandoned_streams.fetch_add(1, std::memory_order_relaxed);
     }
 
     void release_device() noexcept

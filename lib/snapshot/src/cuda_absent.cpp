@@ -12,6 +12,8 @@ int cuda_device_count(int* error) noexcept
     return 0;
 }
 
+std::uint64_t abandoned_streams() noexcept { return 0; }
+
 namespace detail {
 
 std::unique_ptr<SnapshotStage> make_cuda_stage(const SnapshotConfig&, BatchSink, std::string* why)

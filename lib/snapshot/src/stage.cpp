@@ -51,6 +51,8 @@ void validate_config(const SnapshotConfig& c)
         bad("max_first_gen_rows_per_step must be at least 1 when first_gen is captured");
     if (c.max_first_gen_rows_per_step < 0) bad("max_first_gen_rows_per_step is negative");
     if (c.watchdog.count() < 1) bad("watchdog must be at least 1 ms");
+    if (c.close_timeout.count() < 1 || c.close_timeout > std::chrono::seconds(60))
+        bad("close_timeout must be 1 ms .. 60 s");
     if (c.cpu_threads < 0) bad("cpu_threads is negative");
     if (c.cpu_parallel_min_rows < 1) bad("cpu_parallel_min_rows must be at least 1");
     if (c.cpu_worker_nice < 0 || c.cpu_worker_nice > 19) bad("cpu_worker_nice must be in 0..19");

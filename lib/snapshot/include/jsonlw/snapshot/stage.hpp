@@ -45,6 +45,10 @@ const char* to_string(CaptureResult r) noexcept;
 // (0 on success) when given.
 int cuda_device_count(int* error = nullptr) noexcept;
 
+// CUDA streams whose stage was destroyed before they completed (config.close_timeout), over
+// the process's life; 0 when built without CUDA. Their resources stay allocated.
+std::uint64_t abandoned_streams() noexcept;
+
 namespace detail {
 class SlotRing;
 }
@@ -140,7 +144,7 @@ public:
     static std::unique_ptr<SnapshotStage> create(const SnapshotConfig& config, Backend backend,
                                                  BatchSink sink);
 
-    virtual ~SnapshotStage() = default;  // drains (up to the watchdog period) first
+    virtual ~SnapshotStage() = default;  // drains first; returns within config.close_timeout
 
     // Reads `logits` and `sampled_ids` (rows entries; same side as the logits: host for
     // device == -1, else device memory) and enqueues the step. `meta` has one entry per row.

@@ -89,6 +89,12 @@ struct SnapshotConfig {
     int ring_slots = 4;               // slots in flight or leased, at least 2
     CompletionMode completion = CompletionMode::host_func;
     std::chrono::milliseconds watchdog{250};  // a slot overdue this long is checked by query
+    // How long the stage's destructor waits for its copy stream and the last deliveries
+    // (2 s, the default; 1 ms .. 60 s). A stream still busy then (a hung kernel) is abandoned,
+    // as a writer's timed close abandons its I/O: the steps still in flight reach the sink as
+    // failed batches, and the stream's device memory, pinned slots and host-function contexts
+    // are leaked on purpose (the kernel may still write them), counted by abandoned_streams().
+    std::chrono::milliseconds close_timeout{2000};
     Backpressure backpressure = Backpressure::drop_first_gen_first;
     // How long capture() may wait for a free slot before it drops the step (0, the default:
     // never wait, drop at once). A bounded stall of the decode loop for engines that prefer
