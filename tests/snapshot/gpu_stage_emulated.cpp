@@ -7,6 +7,7 @@
 #include "gpu_stage_support.hpp"
 
 #include <jsonlw_emu/faults.hpp>
+#include <jsonlw_emu/launch_count.hpp>
 #include <jsonlw_emu/simt.hpp>
 
 #include <stdexcept>
@@ -170,4 +171,16 @@ TEST_CASE("Emulated GPU: a device allocation that fails makes create() throw, na
     // Backend::automatic never picks the emulated device.
     auto cpu = SnapshotStage::create(cfg, Backend::automatic, c.sink());
     CHECK(cpu->backend() == Backend::cpu);
+}
+
+TEST_CASE("Emulated GPU: a batch-1 step is at most two kernel launches", "[gpu][emulated]")
+{
+    // A launch costs ~2-4 us of CPU and GPU idle at batch 1 (CUDA C++ Best Practices Guide,
+    // "Kernel launch overhead"); the fused pass keeps a decode step's capture to the tile pass
+    // and its merge. A split that adds a kernel shows here, not in the results.
+    const int v = 152064;
+    const auto h = random_logits(LogitDType::bf16, 1, v, v, 171);
+    const std::uint64_t before = jsonlw::emu::kernel_launches();
+    run_and_compare(h, random_sampled(1, v, 172), 20);
+    CHECK(jsonlw::emu::kernel_launches() - before == 2u);
 }

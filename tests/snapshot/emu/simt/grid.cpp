@@ -8,6 +8,7 @@
 #include "worker_pool.hpp"
 
 #include <jsonlw_emu/launch.hpp>
+#include <jsonlw_emu/launch_count.hpp>
 
 #include <atomic>
 #include <csetjmp>
@@ -104,8 +105,15 @@ cudaError_t check_launch(dim3 grid, dim3 block, std::size_t shared_bytes) noexce
     return cudaSuccess;
 }
 
+namespace {
+std::atomic<std::uint64_t> g_launches{0};  // kernel_launches()
+}  // namespace
+
+std::uint64_t kernel_launches() noexcept { return g_launches.load(); }
+
 cudaError_t run_grid(dim3 grid, dim3 block, void (*invoke)(const void*), const void* closure)
 {
+    g_launches.fetch_add(1, std::memory_order_relaxed);
     GridJob job;
     job.grid = grid;
     job.block = block;
