@@ -184,3 +184,22 @@ TEST_CASE("Emulated GPU: a batch-1 step is at most two kernel launches", "[gpu][
     run_and_compare(h, random_sampled(1, v, 172), 20);
     CHECK(jsonlw::emu::kernel_launches() - before == 2u);
 }
+
+TEST_CASE("Emulated GPU: the fused pass reads every logit byte of aligned rows once, as vector loads", "[gpu][emulated]")
+{
+    // rows x vocab x element size through __ldcs, nothing twice; the head and tail elements of
+    // a misaligned row and the sampled logit are scalar loads, not counted here. A pass that
+    // re-reads the row (a second scan, a fallback taken for plain rows) fails this.
+    struct Shape {
+        LogitDType dt;
+        int rows, vocab;
+    };
+    for (const Shape s : {Shape{LogitDType::bf16, 2, 152064}, Shape{LogitDType::f16, 2, 32000}, Shape{LogitDType::f32, 3, 4096}}) {
+        INFO("dtype " << int(s.dt) << ", " << s.rows << " x " << s.vocab);
+        const auto h = random_logits(s.dt, s.rows, s.vocab, s.vocab, 181);
+        const std::uint64_t before = jsonlw::emu::streaming_load_bytes();
+        run_and_compare(h, random_sampled(s.rows, s.vocab, 182), 20);
+        CHECK(jsonlw::emu::streaming_load_bytes() - before ==
+              std::uint64_t(s.rows) * std::uint64_t(s.vocab) * itemsize(s.dt));
+    }
+}

@@ -111,6 +111,13 @@ std::atomic<std::uint64_t> g_launches{0};  // kernel_launches()
 
 std::uint64_t kernel_launches() noexcept { return g_launches.load(); }
 
+namespace {
+std::atomic<std::uint64_t> g_streaming_bytes{0};  // streaming_load_bytes()
+}  // namespace
+
+void count_streaming_load(std::uint64_t bytes) noexcept { g_streaming_bytes.fetch_add(bytes, std::memory_order_relaxed); }
+std::uint64_t streaming_load_bytes() noexcept { return g_streaming_bytes.load(); }
+
 cudaError_t run_grid(dim3 grid, dim3 block, void (*invoke)(const void*), const void* closure)
 {
     g_launches.fetch_add(1, std::memory_order_relaxed);

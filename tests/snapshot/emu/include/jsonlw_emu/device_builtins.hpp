@@ -108,10 +108,15 @@ inline int __float_as_int(float x) noexcept { return static_cast<int>(__float_as
 
 // Streaming load ("cache streaming", evict first): on the CPU a plain load, after the
 // alignment check a GPU's vector load makes (x86 would load a misaligned uint4 silently).
+namespace jsonlw::emu {
+// Bytes read through __ldcs, over the process's life (jsonlw_emu/launch_count.hpp).
+void count_streaming_load(std::uint64_t bytes) noexcept;
+}  // namespace jsonlw::emu
 template <class T>
 T __ldcs(const T* p, std::source_location where = std::source_location::current())
 {
     if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0) ::jsonlw::emu::misaligned_access(p, alignof(T), where);
+    ::jsonlw::emu::count_streaming_load(sizeof(T));
     return *p;
 }
 template <class T>
