@@ -14,12 +14,28 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 // The one launch syntax of this file. nvcc: the triple-chevron launch. The emulated device
 // (tests/snapshot/emu, docs/snapshot.md "The emulated device") defines it in its cuda_runtime.h
 // to run the same kernels on the CPU; nothing else in this file differs between the two.
 #ifndef JSONLW_LAUNCH
 #define JSONLW_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<grid, block, shared_bytes, stream>>>
+#endif
+// Every global access other than the __ldcs vector loads goes through these two. nvcc: the plain
+// access, the same PTX. The emulated device defines them in jsonlw_emu/global_access.hpp to
+// count the traffic (docs/snapshot.md, "Speed-shaped facts it counts").
+#ifndef JSONLW_GLOBAL_ACCESSORS
+template <class T>
+__device__ __forceinline__ T ld_global(const T* p)
+{
+    return *p;
+}
+template <class T>
+__device__ __forceinline__ void st_global(T* p, std::type_identity_t<T> v)
+{
+    *p = v;
+}
 #endif
 
 namespace jsonlw::snapshot::cuda_detail {
@@ -56,8 +72,8 @@ __device__ __forceinline__ std::uint16_t f32_to_f16_rne(float x, bool& overflow)
 // Element i of a row, widened exactly (NaN payloads kept, as the CPU does).
 __device__ __forceinline__ float load_exact(const char* row, LogitDType dt, std::int64_t i)
 {
-    if (dt == LogitDType::f32) return *reinterpret_cast<const float*>(row + i * 4);
-    const std::uint32_t h = *reinterpret_cast<const std::uint16_t*>(row + i * 2);
+    if (dt == LogitDType::f32) return ld_global(reinterpret_cast<const float*>(row + i * 4));
+    const std::uint32_t h = ld_global(reinterpret_cast<const std::uint16_t*>(row + i * 2));
     return dt == LogitDType::bf16 ? __uint_as_float(h << 16) : f16_bits_to_f32(h);
 }
 
@@ -220,12 +236,12 @@ __global__ void __launch_bounds__(kThreads, 2) partial_kernel(StepArgs a)
     std::uint64_t* cand_out = a.candidates + (std::size_t(row) * gridDim.x + tile) * kCap;
 
     if (tile >= L.tiles) {  // this row has fewer tiles than the grid (alignment): empty
-        if (t == 0) *out = TilePartial{-INFINITY, 0.f, 0u, 0u, 0u, 0u, 0ull};
+        if (t == 0) st_global(out, TilePartial{-INFINITY, 0.f, 0u, 0u, 0u, 0u, 0ull});
         return;
     }
     if (t == 0) s_count = 0;
 
-    const std::int32_t sid = a.sampled[row];
+    const std::int32_t sid = ld_global(a.sampled + row);
     const bool sid_valid = sid >= 0 && sid < vocab;
     const float xs = sid_valid ? load_exact(rowp, DT, sid) : __uint_as_float(0x7fc00000u);
 
@@ -397,10 +413,10 @@ __global__ void __launch_bounds__(kThreads, 2) partial_kernel(StepArgs a)
     above = block_reduce(above, s_redu, SumU{});  // its syncs also publish s_cand
 
     if (t == 0) {
-        *out = TilePartial{M, S, above, nan_count, posinf_count, static_cast<std::uint32_t>(count),
-                           threshold};
+        st_global(out, TilePartial{M, S, above, nan_count, posinf_count, static_cast<std::uint32_t>(count),
+                                   threshold});
     }
-    for (int j = t; j < count; j += kThreads) cand_out[j] = s_cand[j];
+    for (int j = t; j < count; j += kThreads) st_global(cand_out + j, s_cand[j]);
 }
 
 // ===========================================================================================
@@ -429,16 +445,17 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
         std::uint32_t nan = 0, pinf = 0, above = 0;
         std::uint64_t thr = 0;
         for (int p = 0; p < tiles; ++p) {
-            m = fmaxf(m, P[p].m);
-            nan += P[p].nan_count;
-            pinf += P[p].posinf_count;
-            above += P[p].above;
-            if (P[p].threshold > thr) thr = P[p].threshold;
+            m = fmaxf(m, ld_global(&P[p].m));
+            nan += ld_global(&P[p].nan_count);
+            pinf += ld_global(&P[p].posinf_count);
+            above += ld_global(&P[p].above);
+            const std::uint64_t pt = ld_global(&P[p].threshold);
+            if (pt > thr) thr = pt;
         }
         float s = 0.f;
         if (m != -INFINITY)
             for (int p = 0; p < tiles; ++p)
-                if (P[p].s > 0.f) s += P[p].s * expf(P[p].m - m);
+                if (const float ps = ld_global(&P[p].s); ps > 0.f) s += ps * expf(ld_global(&P[p].m) - m);
         s_m = m;
         s_s = s;
         s_nan = nan;
@@ -453,9 +470,9 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
     // Every key >= thr of every tile: the row's top k are among them (each tile listed all of
     // its keys >= its own threshold, and thr is the largest threshold).
     for (int p = 0; p < tiles; ++p) {
-        const int n = static_cast<int>(P[p].n);
+        const int n = static_cast<int>(ld_global(&P[p].n));
         for (int j = t; j < n; j += kThreads) {
-            const std::uint64_t key = C[std::size_t(p) * kCap + j];
+            const std::uint64_t key = ld_global(C + std::size_t(p) * kCap + j);
             if (key >= thr) {
                 const int pos = atomicAdd(&s_n, 1);
                 if (pos < kMergeCap) s_keys[pos] = key;
@@ -479,9 +496,9 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
         for (int r = 0; r < got; ++r) {
             std::uint64_t best = 0;
             for (int p = 0; p < tiles; ++p) {
-                const int pn = static_cast<int>(P[p].n);
+                const int pn = static_cast<int>(ld_global(&P[p].n));
                 for (int j = t; j < pn; j += kThreads) {
-                    const std::uint64_t key = C[std::size_t(p) * kCap + j];
+                    const std::uint64_t key = ld_global(C + std::size_t(p) * kCap + j);
                     if (key >= thr && key <= bound && key > best) best = key;
                 }
             }
@@ -522,36 +539,38 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
         if (j < got) {
             const std::int32_t id = key_id(s_top[j]);
             const float x = load_exact(rowp, a.dtype, id);
-            o->topk_ids[j] = id;
-            o->topk_logits[j] = x;
-            o->topk_logprobs[j] = logprob(x);
+            st_global(&o->topk_ids[j], id);
+            st_global(&o->topk_logits[j], x);
+            st_global(&o->topk_logprobs[j], logprob(x));
         } else {
-            o->topk_ids[j] = -1;
-            o->topk_logits[j] = __uint_as_float(0x7fc00000u);
-            o->topk_logprobs[j] = __uint_as_float(0x7fc00000u);
+            st_global(&o->topk_ids[j], -1);
+            st_global(&o->topk_logits[j], __uint_as_float(0x7fc00000u));
+            st_global(&o->topk_logprobs[j], __uint_as_float(0x7fc00000u));
         }
     }
     if (t == 0) {
-        const std::int32_t sid = a.sampled[row];
-        o->sampled_id = sid;
+        const std::int32_t sid = ld_global(a.sampled + row);
+        st_global(&o->sampled_id, sid);
+        float slp = __uint_as_float(0x7fc00000u);
         if (sid >= 0 && sid < a.vocab) {
             const float x = load_exact(rowp, a.dtype, sid);
-            o->sampled_logit = x;
-            o->sampled_logprob = logprob(x);
-            o->sampled_rank = s_above + 1;
+            slp = logprob(x);
+            st_global(&o->sampled_logit, x);
+            st_global(&o->sampled_logprob, slp);
+            st_global(&o->sampled_rank, s_above + 1);
         } else {
-            o->sampled_logit = __uint_as_float(0x7fc00000u);
-            o->sampled_logprob = __uint_as_float(0x7fc00000u);
-            o->sampled_rank = 0;
+            st_global(&o->sampled_logit, __uint_as_float(0x7fc00000u));
+            st_global(&o->sampled_logprob, slp);
+            st_global(&o->sampled_rank, 0u);
             status |= flags::invalid_sampled_id;
         }
-        if (!isfinite(o->sampled_logprob)) status |= flags::sampled_nonfinite;
+        if (!isfinite(slp)) status |= flags::sampled_nonfinite;
         if (got < k) status |= flags::k_padded;
-        o->lse = lse;
-        o->nan_count = nan;
-        o->posinf_count = pinf;
-        o->status_flags = status;
-        o->k = static_cast<std::uint8_t>(k);
+        st_global(&o->lse, lse);
+        st_global(&o->nan_count, nan);
+        st_global(&o->posinf_count, pinf);
+        st_global(&o->status_flags, status);
+        st_global(&o->k, static_cast<std::uint8_t>(k));
     }
 }
 
@@ -573,26 +592,26 @@ __global__ void __launch_bounds__(kThreads) first_gen_kernel(FirstGenArgs a)
     std::uint32_t overflows = 0;
     if (widen) {
         auto* o = reinterpret_cast<float*>(out);
-        for (int j = threadIdx.x; j < n; j += kThreads) o[j] = load_exact(row, a.dtype, j);
+        for (int j = threadIdx.x; j < n; j += kThreads) st_global(o + j, load_exact(row, a.dtype, j));
     } else if (narrow) {
         auto* o = reinterpret_cast<std::uint16_t*>(out);
         const auto* in = reinterpret_cast<const std::uint16_t*>(row);
         for (int j = threadIdx.x; j < n; j += kThreads) {
             bool of;
-            o[j] = f32_to_f16_rne(__uint_as_float(std::uint32_t{in[j]} << 16), of);
+            st_global(o + j, f32_to_f16_rne(__uint_as_float(std::uint32_t{ld_global(in + j)} << 16), of));
             overflows += of;
         }
     } else if (a.dtype == LogitDType::f32) {
         auto* o = reinterpret_cast<std::uint32_t*>(out);
         const auto* in = reinterpret_cast<const std::uint32_t*>(row);
-        for (int j = threadIdx.x; j < n; j += kThreads) o[j] = in[j];
+        for (int j = threadIdx.x; j < n; j += kThreads) st_global(o + j, ld_global(in + j));
     } else {
         auto* o = reinterpret_cast<std::uint16_t*>(out);
         const auto* in = reinterpret_cast<const std::uint16_t*>(row);
-        for (int j = threadIdx.x; j < n; j += kThreads) o[j] = in[j];
+        for (int j = threadIdx.x; j < n; j += kThreads) st_global(o + j, ld_global(in + j));
     }
     overflows = block_reduce(overflows, s_redu, SumU{});
-    if (threadIdx.x == 0) a.overflow[i] = overflows;
+    if (threadIdx.x == 0) st_global(a.overflow + i, overflows);
 }
 
 int vector_elems(LogitDType dt) { return dt == LogitDType::f32 ? 4 : 8; }

@@ -5,6 +5,7 @@
 #include "fault_trap.hpp"
 #include "fiber_stacks.hpp"
 #include "settings.hpp"
+#include "traffic_recorder.hpp"
 #include "worker_pool.hpp"
 
 #include <jsonlw_emu/launch.hpp>
@@ -36,6 +37,7 @@ struct GridJob {
     std::uint64_t failed_block = std::numeric_limits<std::uint64_t>::max();
     cudaError_t error = cudaSuccess;
     std::string report;
+    LaunchRecorder traffic;
 
     void fail(std::uint64_t b, cudaError_t e, std::string why)
     {
@@ -62,6 +64,7 @@ void run_block(GridJob& job, std::uint64_t b)
     const uint3 idx{unsigned(b % job.grid.x), unsigned((b / job.grid.x) % job.grid.y),
                     unsigned(b / (std::uint64_t(job.grid.x) * job.grid.y))};
     BlockRun run(stacks, job.grid, job.block, idx, job.seed, job.invoke, job.closure);
+    LaunchRecorder::begin_block(static_cast<int>(job.block.x * job.block.y * job.block.z));
     sigjmp_buf jump;
     if (sigsetjmp(jump, 1) == 0) {
         FaultTrap::set_jump(&jump);
@@ -74,6 +77,7 @@ void run_block(GridJob& job, std::uint64_t b)
         job.fail(b, FaultTrap::fault_was_misaligned() ? cudaErrorMisalignedAddress : cudaErrorIllegalAddress,
                  FaultTrap::describe(who, stacks));
     }
+    job.traffic.end_block();
 }
 
 void run_blocks(GridJob& job)
@@ -118,7 +122,7 @@ std::atomic<std::uint64_t> g_streaming_bytes{0};  // streaming_load_bytes()
 void count_streaming_load(std::uint64_t bytes) noexcept { g_streaming_bytes.fetch_add(bytes, std::memory_order_relaxed); }
 std::uint64_t streaming_load_bytes() noexcept { return g_streaming_bytes.load(); }
 
-cudaError_t run_grid(dim3 grid, dim3 block, void (*invoke)(const void*), const void* closure)
+cudaError_t run_grid(dim3 grid, dim3 block, void (*invoke)(const void*), const void* closure, const char* kernel)
 {
     g_launches.fetch_add(1, std::memory_order_relaxed);
     GridJob job;
@@ -130,9 +134,11 @@ cudaError_t run_grid(dim3 grid, dim3 block, void (*invoke)(const void*), const v
     job.blocks = std::uint64_t(grid.x) * grid.y * grid.z;
     {
         std::lock_guard lock(g_grid_mutex);
+        const std::uint64_t collectives = warp_collectives();  // grids run one at a time
         const std::uint64_t want = std::min<std::uint64_t>(job.blocks, std::uint64_t(worker_threads()));
         const std::function<void()> work = [&job] { run_blocks(job); };
         WorkerPool::instance().run(static_cast<int>(want) - 1, work);
+        job.traffic.publish(kernel, grid, block, job.error != cudaSuccess, warp_collectives() - collectives);
     }
     if (job.error != cudaSuccess) record_failure("jsonlw-emu: kernel launch failed: " + job.report);
     return job.error;

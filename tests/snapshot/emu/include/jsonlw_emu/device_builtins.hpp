@@ -6,6 +6,7 @@
 // fibers share one OS thread, so `__shared__` is per OS thread, which is per block.
 #pragma once
 
+#include <jsonlw_emu/global_access.hpp>
 #include <jsonlw_emu/simt.hpp>
 #include <jsonlw_emu/vector_types.hpp>
 
@@ -117,6 +118,7 @@ T __ldcs(const T* p, std::source_location where = std::source_location::current(
 {
     if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0) ::jsonlw::emu::misaligned_access(p, alignof(T), where);
     ::jsonlw::emu::count_streaming_load(sizeof(T));
+    ::jsonlw::emu::record_global_access(p, sizeof(T), false, where);
     return *p;
 }
 template <class T>

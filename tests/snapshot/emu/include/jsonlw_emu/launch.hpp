@@ -19,8 +19,10 @@ namespace jsonlw::emu {
 
 // Runs every block of the grid (on the calling thread and the executor's workers) and returns
 // cudaSuccess or the first failure's error; the failure's report goes to stderr and to
-// take_kernel_report(). invoke(closure) runs the kernel body as the current GPU thread.
-cudaError_t run_grid(dim3 grid, dim3 block, void (*invoke)(const void*), const void* closure);
+// take_kernel_report(). invoke(closure) runs the kernel body as the current GPU thread. kernel
+// names the launch in take_launch_traffic() (jsonlw_emu/traffic.hpp).
+cudaError_t run_grid(dim3 grid, dim3 block, void (*invoke)(const void*), const void* closure,
+                     const char* kernel = "");
 
 // cudaSuccess, or cudaErrorInvalidConfiguration for a shape a GPU refuses (compute capability
 // 9.0 limits: 1024 threads a block, 1024 x 1024 x 64, grid 2^31-1 x 65535 x 65535).
@@ -29,8 +31,9 @@ cudaError_t check_launch(dim3 grid, dim3 block, std::size_t shared_bytes) noexce
 template <class... P>
 class BoundKernel {
 public:
-    BoundKernel(dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream, void (*fn)(P...))
-        : grid_(grid), block_(block), shared_bytes_(shared_bytes), stream_(stream), fn_(fn)
+    BoundKernel(dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream, void (*fn)(P...),
+                const char* name)
+        : grid_(grid), block_(block), shared_bytes_(shared_bytes), stream_(stream), fn_(fn), name_(name)
     {
     }
 
@@ -44,8 +47,9 @@ public:
         }
         auto closure = std::make_shared<const Closure>(Closure{fn_, std::tuple<P...>(std::forward<A>(args)...)});
         const dim3 grid = grid_, block = block_;
-        (void)enqueue_kernel(stream_, [closure, grid, block]() {
-            return run_grid(grid, block, &invoke, closure.get());
+        const char* name = name_;
+        (void)enqueue_kernel(stream_, [closure, grid, block, name]() {
+            return run_grid(grid, block, &invoke, closure.get(), name);
         });
     }
 
@@ -64,16 +68,17 @@ private:
     std::size_t shared_bytes_;
     cudaStream_t stream_;
     void (*fn_)(P...);
+    const char* name_;  // a string literal
 };
 
 template <class... P>
 BoundKernel<P...> bind_kernel(dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream,
-                              void (*fn)(P...))
+                              void (*fn)(P...), const char* name)
 {
-    return BoundKernel<P...>(grid, block, shared_bytes, stream, fn);
+    return BoundKernel<P...>(grid, block, shared_bytes, stream, fn, name);
 }
 
 }  // namespace jsonlw::emu
 
 #define JSONLW_LAUNCH(grid, block, shared_bytes, stream, ...) \
-    ::jsonlw::emu::bind_kernel((grid), (block), (shared_bytes), (stream), &__VA_ARGS__)
+    ::jsonlw::emu::bind_kernel((grid), (block), (shared_bytes), (stream), &__VA_ARGS__, #__VA_ARGS__)
