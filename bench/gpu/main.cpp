@@ -1,11 +1,14 @@
 // jsonlw-bench-gpu: the snapshot stage on a GPU (docs/snapshot.md, "Speed"), as JSON.
 //   jsonlw-bench-gpu [--quick] [--json FILE]
+//   jsonlw-bench-gpu --profile      (one step per profile shape, for ncu; prints the shapes)
 // Reports the device, the measured read and D2D copy ceilings, the fused pass (partial, merge,
-// both) over a grid of shapes with % of 4.8 TB/s and % of the measured read ceiling, a naive
+// both) over a grid of shapes with % of 4.8 TB/s and % of the measured read ceiling beside the
+// predicted time (traffic_model.hpp: the bytes the step moves at 4.8 TB/s), a naive
 // multi-pass baseline on the same data, capture() host latency behind a busy stream, and the
 // first-gen D2H rate. Without a device it writes {"device": null, ...} and exits 0.
 #include "../../lib/snapshot/cuda/kernels.hpp"
 #include "bench_kernels.hpp"
+#include "traffic_model.hpp"
 
 #include <jsonlw/snapshot/stage.hpp>
 
@@ -30,7 +33,7 @@ namespace bk = jsonlw_bench_gpu;
 
 namespace {
 
-constexpr double kPeakBytesPerS = 4.8e12;  // H200 HBM3e, the goal's reference
+constexpr double kPeakBytesPerS = bk::kH200BytesPerS;
 
 #define CK(expr)                                                                       \
     do {                                                                               \
@@ -82,18 +85,86 @@ std::vector<double> time_us(cudaStream_t s, int warmup, int iters, F&& body)
     return out;
 }
 
+// The candidates a step's partial CTAs wrote (the sum of TilePartial::n), read back.
+std::uint64_t candidates_written(const cd::TilePartial* partials, std::size_t tiles)
+{
+    std::vector<cd::TilePartial> h(tiles);
+    CK(cudaMemcpy(h.data(), partials, tiles * sizeof(cd::TilePartial), cudaMemcpyDeviceToHost));
+    std::uint64_t n = 0;
+    for (const auto& p : h) n += p.n;
+    return n;
+}
+
+// --profile: one step of each shape below, nothing timed, for `ncu --kernel-name
+// regex:"partial_kernel|merge_kernel"` (bench/gpu/run.sh): one line per shape with the
+// model's prediction, in launch order, so ncu's rows can be matched to shapes.
+int run_profile(int sms)
+{
+    struct Shape {
+        LogitDType dt;
+        int rows, vocab, offset;  // offset: elements between the allocation and row 0
+    };
+    const Shape shapes[] = {{LogitDType::bf16, 1, 152064, 0},   {LogitDType::bf16, 256, 152064, 0},
+                            {LogitDType::f16, 256, 152064, 0},  {LogitDType::f32, 256, 152064, 0},
+                            {LogitDType::bf16, 256, 152064, 1}};
+    const std::size_t max_bytes = 256ull * 152064 * 4 + 64;
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    void* logits;
+    std::int32_t* sampled;
+    cd::TilePartial* partials;
+    std::uint64_t* cands;
+    TokenSnapshot* out;
+    const std::size_t tile_rows = cd::max_tile_rows(256, 152064, sms);
+    CK(cudaMalloc(&logits, max_bytes));
+    CK(cudaMalloc(&sampled, 256 * 4));
+    CK(cudaMalloc(&partials, tile_rows * sizeof(cd::TilePartial)));
+    CK(cudaMalloc(&cands, tile_rows * cd::tile_candidates * 8));
+    CK(cudaMalloc(&out, 256 * sizeof(TokenSnapshot)));
+    std::vector<std::int32_t> ids(256);
+    for (int i = 0; i < 256; ++i) ids[std::size_t(i)] = (i * 7919) % 128000;
+    CK(cudaMemcpy(sampled, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+    for (const Shape& sh : shapes) {
+        const std::size_t es = itemsize(sh.dt);
+        bk::fill(logits, int(sh.dt), max_bytes / es, 7, 3.f, st);
+        cd::StepArgs a;
+        a.logits = static_cast<const char*>(logits) + std::size_t(sh.offset) * es;
+        a.dtype = sh.dt;
+        a.rows = sh.rows;
+        a.vocab = sh.vocab;
+        a.row_stride = sh.vocab;
+        a.sampled = sampled;
+        a.k = 20;
+        a.partials = partials;
+        a.candidates = cands;
+        a.out = out;
+        const cd::StepPlan plan = cd::plan_step(sh.dt, sh.vocab, sh.rows, sms);
+        CK(cd::launch_step(a, plan, st));
+        CK(cudaStreamSynchronize(st));
+        const auto t = bk::step_traffic(a, plan, candidates_written(partials, std::size_t(sh.rows) * std::size_t(plan.tiles)));
+        std::printf("profile %s rows=%d vocab=%d offset=%d k=20 tiles=%d: logit bytes %llu, moved %llu, "
+                    "predicted %.2f us (%.1f %% of 4.8 TB/s)\n",
+                    dtype_name(sh.dt), sh.rows, sh.vocab, sh.offset, plan.tiles,
+                    (unsigned long long)t.logit_bytes, (unsigned long long)t.moved_bytes(), t.predicted_us(),
+                    100.0 * t.predicted_share());
+    }
+    CK(cudaGetLastError());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
 {
-    bool quick = false;
+    bool quick = false, profile = false;
     std::string json_path;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--quick") quick = true;
+        else if (a == "--profile") profile = true;
         else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--quick] [--json FILE] | --profile\n", argv[0]);
             return 2;
         }
     }
@@ -114,6 +185,11 @@ int main(int argc, char** argv)
 
     const auto t_start = std::chrono::steady_clock::now();
     int dev = 0;
+    if (profile) {
+        cudaDeviceProp p{};
+        CK(cudaGetDeviceProperties(&p, 0));
+        return run_profile(p.multiProcessorCount);
+    }
     CK(cudaGetDevice(&dev));
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, dev));
@@ -219,6 +295,10 @@ int main(int argc, char** argv)
                        << ",\"bytes_per_s\":" << num(bytes / (both.p50 * 1e-6))
                        << ",\"pct_of_4_8TBps\":" << num(100.0 * bytes / (both.p50 * 1e-6) / kPeakBytesPerS)
                        << ",\"pct_of_read_ceiling\":" << num(100.0 * bytes / (both.p50 * 1e-6) / read_ceiling);
+                    const auto tm = bk::step_traffic(with(0), plan, candidates_written(partials, std::size_t(rows) * std::size_t(plan.tiles)));
+                    js << ",\"model\":{\"moved_bytes\":" << tm.moved_bytes() << ",\"predicted_us\":" << num(tm.predicted_us())
+                       << ",\"predicted_pct_of_4_8TBps\":" << num(100.0 * tm.predicted_share())
+                       << ",\"measured_over_predicted\":" << num(both.p50 / tm.predicted_us()) << "}";
                     if ((rows == 256 && k == 20) || (quick && rows == 256)) {
                         bk::NaiveArgs na{nullptr, int(dt), rows, v, k, sampled, nm, ns, np, nr};
                         const auto naive = percentiles(time_us(st, 2, quick ? 5 : 10, [&](int i) {

@@ -11,7 +11,9 @@
 # $OUT/results.json  {"device": ..., "steps": [{"name","rc","status","seconds"}...],
 #                     "bench": <jsonlw-bench-gpu's JSON or null>,
 #                     "serializers": <jsonlw-bench's JSON or null>, "wall_s": ...}
-# $OUT/*.log, $OUT/*.junit.xml, $OUT/bench.json, $OUT/serializers.json, $OUT/nvidia-smi.txt
+# $OUT/*.log (profile.log, ncu-*.log: the traffic model beside the hardware's counters;
+# memcheck-, racecheck-, synccheck-*.log), $OUT/*.junit.xml, $OUT/bench.json,
+# $OUT/serializers.json, $OUT/nvidia-smi.txt
 # Every step has its own timeout and the whole run a deadline (RUN_BUDGET_S, default 225 s).
 # Exit status 0 whenever results.json was written (failures are in it); QUICK=1 passes --quick
 # to the benchmark. Without a GPU the tests skip (exit 77) and the bench says "no device".
@@ -69,7 +71,7 @@ fi
 
 # GPU tests first (the point of the run), then the bench, then the CPU tests.
 for t in "$dist"/bin/test_snapshot_gpu_*; do
-    [[ -x $t ]] || continue
+    [[ -x $t && $t != *_emulated ]] || continue
     n=$(basename "$t")
     step "$n" 90 "$t" -r console -d yes
     if [[ ${steps[-1]} == *'"status":"fail"'* ]]; then
@@ -88,15 +90,33 @@ fi
 bench_args=(--json "$OUT/bench.json")
 [[ ${QUICK:-0} == 1 ]] && bench_args+=(--quick)
 step jsonlw-bench-gpu 120 "$dist/bin/jsonlw-bench-gpu" "${bench_args[@]}"
-if [[ -x $dist/bin/jsonlw-bench ]]; then
-    step serializers 90 "$dist/bin/jsonlw-bench" --scenario serializers --records 400000 \
-        --pairs 3 --json "$OUT/serializers.json"
+# The traffic model's prediction per profile shape, then what the hardware counted for the same
+# launches (ncu; Firecracker machines only, gVisor has no counters): DRAM bytes, time, the
+# global loads' sectors and bytes per sector, shared-memory bank conflicts. Two ncu runs, so an
+# unknown metric name in the second cannot lose the first.
+step profile 30 "$dist/bin/jsonlw-bench-gpu" --profile
+PATH=$PATH:/usr/local/cuda/bin:$(ls -d /opt/nvidia/nsight-compute/*/ 2>/dev/null | tail -1)
+kernels='regex:partial_kernel|merge_kernel'
+if command -v ncu >/dev/null 2>&1; then
+    step ncu-time 90 ncu --clock-control none --kernel-name "$kernels" --csv --page raw \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        "$dist/bin/jsonlw-bench-gpu" --profile
+    step ncu-traffic 120 ncu --clock-control none --kernel-name "$kernels" --csv --page raw \
+        --metrics l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum \
+        "$dist/bin/jsonlw-bench-gpu" --profile
 fi
 if command -v compute-sanitizer >/dev/null 2>&1; then
     for t in "$dist"/bin/test_snapshot_gpu_*; do
-        step "memcheck-$(basename "$t")" 60 compute-sanitizer --tool memcheck --error-exitcode 1 \
-            "$t" "GPU sampled ids*"
+        [[ $t == *_emulated ]] && continue
+        for tool in memcheck racecheck synccheck; do
+            step "$tool-$(basename "$t")" 90 compute-sanitizer --tool "$tool" --error-exitcode 1 \
+                "$t" "GPU sampled ids*,GPU special rows*,GPU tiles whose elements*"
+        done
     done
+fi
+if [[ -x $dist/bin/jsonlw-bench ]]; then
+    step serializers 90 "$dist/bin/jsonlw-bench" --scenario serializers --records 400000 \
+        --pairs 3 --json "$OUT/serializers.json"
 fi
 for t in "$dist"/bin/test_snapshot_*; do
     [[ $(basename "$t") == test_snapshot_gpu_* ]] && continue
