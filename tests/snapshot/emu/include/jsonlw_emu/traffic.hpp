@@ -6,8 +6,11 @@
 // launch's stream has run it (synchronize first). Test-only (docs/snapshot.md, "The emulated
 // device").
 //
-// An instruction is one source site executed by the lanes of one warp: lane i's n-th execution
-// of a site is paired with lane j's n-th (nvcc's unrolled copies of one line are one site here).
+// An instruction is one pass of a warp's lanes through one source site (nvcc's unrolled copies
+// of one line are one site here). Lanes run one after another on the emulator, so passes are
+// recovered from counts: a site every lane of the warp executed equally often pairs the lanes'
+// n-th executions; any other site pairs executions by the lanes' progress through those (so a
+// lane that a branch or a shorter inner loop leaves out is missing from that pass).
 // Sectors are 32-byte units counted from the start of the allocation, as on a GPU, where
 // cudaMalloc returns 256-byte aligned memory (the emulator's allocations are only 16-aligned).
 #pragma once
