@@ -37,6 +37,17 @@ __global__ void fill_kernel(void* p, int dtype, std::size_t n, std::uint64_t see
     }
 }
 
+// Row r's element ids[r] becomes `value` (above every filled logit: that id is the row's argmax).
+__global__ void plant_kernel(void* p, int dtype, int rows, std::size_t stride, const int* ids, float value)
+{
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const std::size_t i = std::size_t(r) * stride + std::size_t(ids[r]);
+    if (dtype == 0) static_cast<float*>(p)[i] = value;
+    else if (dtype == 1) static_cast<__half*>(p)[i] = __float2half_rn(value);
+    else static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(value);
+}
+
 __global__ void read_kernel(const uint4* p, std::size_t n, unsigned* sink)
 {
     unsigned acc = 0;
@@ -140,6 +151,11 @@ __global__ void init_bound(float* prev, int rows)
 void fill(void* p, int dtype, std::size_t n, std::uint64_t seed, float sigma, cudaStream_t s)
 {
     fill_kernel<<<1024, 256, 0, s>>>(p, dtype, n, seed, sigma);
+}
+
+void plant(void* p, int dtype, int rows, std::size_t stride, const int* ids, float value, cudaStream_t s)
+{
+    plant_kernel<<<(rows + 255) / 256, 256, 0, s>>>(p, dtype, rows, stride, ids, value);
 }
 
 void read_all(const void* p, std::size_t bytes, unsigned* sink, int sm_count, cudaStream_t s)

@@ -10,6 +10,8 @@ namespace jsonlw_bench_gpu {
 
 // dtype: 0 fp32, 1 fp16, 2 bf16 (LogitDType's order). n elements of normal-ish(0, sigma).
 void fill(void* p, int dtype, std::size_t n, std::uint64_t seed, float sigma, cudaStream_t s);
+// Sets element ids[r] of each row r < rows (stride elements apart) to value.
+void plant(void* p, int dtype, int rows, std::size_t stride, const int* ids, float value, cudaStream_t s);
 // Reads bytes (a multiple of 16) once with streaming 16-byte loads.
 void read_all(const void* p, std::size_t bytes, unsigned* sink, int sm_count, cudaStream_t s);
 // Busy-waits about `cycles` SM clocks on one warp.

@@ -241,12 +241,20 @@ int main(int argc, char** argv)
     constexpr int kRot = 3;  // 3 x 524 MB > 50 MB L2 many times over
     std::vector<void*> lbuf(kRot);
     for (auto& b : lbuf) CK(cudaMalloc(&b, max_bytes));
-    std::int32_t* sampled;
+    // Two kinds of sampled ids: anywhere in the row (the worst case: about half the row ranks
+    // above it, every thread counts) and the row's argmax (greedy decoding; a value above
+    // every filled logit is planted there), which is what serving mostly samples.
+    std::int32_t *sampled, *greedy;
     CK(cudaMalloc(&sampled, 512 * 4));
+    CK(cudaMalloc(&greedy, 512 * 4));
     {
-        std::vector<std::int32_t> h(512);
-        for (int i = 0; i < 512; ++i) h[std::size_t(i)] = (i * 7919) % 128000;
+        std::vector<std::int32_t> h(512), g(512);
+        for (int i = 0; i < 512; ++i) {
+            h[std::size_t(i)] = (i * 7919) % 128000;
+            g[std::size_t(i)] = (i * 104729 + 17) % 128000;
+        }
         CK(cudaMemcpy(sampled, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(greedy, g.data(), g.size() * 4, cudaMemcpyHostToDevice));
     }
     const std::size_t tile_rows = cd::max_tile_rows(512, 256000, sms);
     cd::TilePartial* partials;
@@ -268,7 +276,10 @@ int main(int argc, char** argv)
     for (LogitDType dt : dtypes) {
         for (int v : vocabs) {
             const std::size_t elems = 512ull * std::size_t(v);
-            for (auto b : lbuf) bk::fill(b, int(dt), elems, 7, 3.f, st);
+            for (auto b : lbuf) {
+                bk::fill(b, int(dt), elems, 7, 3.f, st);
+                bk::plant(b, int(dt), 512, std::size_t(v), greedy, 16.f, st);
+            }
             for (int rows : batches) {
                 for (int k : ks) {
                     cd::StepArgs a;
@@ -299,6 +310,13 @@ int main(int argc, char** argv)
                     js << ",\"model\":{\"moved_bytes\":" << tm.moved_bytes() << ",\"predicted_us\":" << num(tm.predicted_us())
                        << ",\"predicted_pct_of_4_8TBps\":" << num(100.0 * tm.predicted_share())
                        << ",\"measured_over_predicted\":" << num(both.p50 / tm.predicted_us()) << "}";
+                    if (k == 20 && (rows == 1 || rows == 256)) {
+                        a.sampled = greedy;
+                        const auto g = percentiles(time_us(st, fw, fi, [&](int i) { CK(cd::launch_step(with(i), plan, st)); }));
+                        a.sampled = sampled;
+                        js << ",\"greedy_us\":{\"p10\":" << num(g.p10) << ",\"p50\":" << num(g.p50) << ",\"p90\":" << num(g.p90)
+                           << "},\"greedy_pct_of_4_8TBps\":" << num(100.0 * bytes / (g.p50 * 1e-6) / kPeakBytesPerS);
+                    }
                     if ((rows == 256 && k == 20) || (quick && rows == 256)) {
                         bk::NaiveArgs na{nullptr, int(dt), rows, v, k, sampled, nm, ns, np, nr};
                         const auto naive = percentiles(time_us(st, 2, quick ? 5 : 10, [&](int i) {
