@@ -85,13 +85,13 @@ std::vector<double> time_us(cudaStream_t s, int warmup, int iters, F&& body)
     return out;
 }
 
-// The candidates a step's partial CTAs wrote (the sum of TilePartial::n), read back.
-std::uint64_t candidates_written(const cd::TilePartial* partials, std::size_t tiles)
+// The candidate keys each (row, tile) of a step wrote (TilePartial::n), read back.
+std::vector<std::uint32_t> candidates_written(const cd::TilePartial* partials, std::size_t tiles)
 {
     std::vector<cd::TilePartial> h(tiles);
     CK(cudaMemcpy(h.data(), partials, tiles * sizeof(cd::TilePartial), cudaMemcpyDeviceToHost));
-    std::uint64_t n = 0;
-    for (const auto& p : h) n += p.n;
+    std::vector<std::uint32_t> n(tiles);
+    for (std::size_t i = 0; i < tiles; ++i) n[i] = h[i].n;
     return n;
 }
 
@@ -141,7 +141,7 @@ int run_profile(int sms)
         const cd::StepPlan plan = cd::plan_step(sh.dt, sh.vocab, sh.rows, sms);
         CK(cd::launch_step(a, plan, st));
         CK(cudaStreamSynchronize(st));
-        const auto t = bk::step_traffic(a, plan, candidates_written(partials, std::size_t(sh.rows) * std::size_t(plan.tiles)));
+        const auto t = bk::step_traffic(a, candidates_written(partials, std::size_t(sh.rows) * std::size_t(plan.tiles)));
         std::printf("profile %s rows=%d vocab=%d offset=%d k=20 tiles=%d: logit bytes %llu, moved %llu, "
                     "predicted %.2f us (%.1f %% of 4.8 TB/s)\n",
                     dtype_name(sh.dt), sh.rows, sh.vocab, sh.offset, plan.tiles,
@@ -306,7 +306,7 @@ int main(int argc, char** argv)
                        << ",\"bytes_per_s\":" << num(bytes / (both.p50 * 1e-6))
                        << ",\"pct_of_4_8TBps\":" << num(100.0 * bytes / (both.p50 * 1e-6) / kPeakBytesPerS)
                        << ",\"pct_of_read_ceiling\":" << num(100.0 * bytes / (both.p50 * 1e-6) / read_ceiling);
-                    const auto tm = bk::step_traffic(with(0), plan, candidates_written(partials, std::size_t(rows) * std::size_t(plan.tiles)));
+                    const auto tm = bk::step_traffic(with(0), candidates_written(partials, std::size_t(rows) * std::size_t(plan.tiles)));
                     js << ",\"model\":{\"moved_bytes\":" << tm.moved_bytes() << ",\"predicted_us\":" << num(tm.predicted_us())
                        << ",\"predicted_pct_of_4_8TBps\":" << num(100.0 * tm.predicted_share())
                        << ",\"measured_over_predicted\":" << num(both.p50 / tm.predicted_us()) << "}";
