@@ -22,6 +22,13 @@
 #ifndef JSONLW_LAUNCH
 #define JSONLW_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<grid, block, shared_bytes, stream>>>
 #endif
+// Every __shared__ variable is declared through these two. nvcc: the plain declaration, the
+// same PTX. The emulated device defines them in jsonlw_emu/shared_memory.hpp to check each
+// access for races and count bank conflicts (docs/snapshot.md, "The emulated device").
+#ifndef JSONLW_SHARED
+#define JSONLW_SHARED(type, name, count) __shared__ type name[count]
+#define JSONLW_SHARED_SCALAR(type, name) __shared__ type name
+#endif
 // Every global access other than the __ldcs vector loads goes through these two. nvcc: the plain
 // access, the same PTX. The emulated device defines them in jsonlw_emu/global_access.hpp to
 // count the traffic (docs/snapshot.md, "Speed-shaped facts it counts").
@@ -139,9 +146,9 @@ __device__ __forceinline__ float elem(const uint4& v, int e)
 }
 
 // --- block reductions: fixed trees, every thread gets the same bits ------------------------
-// red must hold kWarps entries of T; the function syncs before reuse.
-template <class T, class Op>
-__device__ __forceinline__ T block_reduce(T v, T* red, Op op)
+// red is a JSONLW_SHARED array of at least kWarps T; the function syncs before reuse.
+template <class T, class Red, class Op>
+__device__ __forceinline__ T block_reduce(T v, Red& red, Op op)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
@@ -219,13 +226,13 @@ __global__ void __launch_bounds__(kThreads, 2) partial_kernel(StepArgs a)
     constexpr int ES = V::bytes;
     constexpr int VPT = kThreads * NVEC;  // vectors per tile
 
-    __shared__ std::uint64_t s_cand[kCap];
-    __shared__ std::uint64_t s_red64[kWarps];
-    __shared__ float s_redf[kWarps];
-    __shared__ std::uint32_t s_redu[kWarps];
-    __shared__ int s_wvalid[kWarps];
-    __shared__ std::uint32_t s_qth[kWarps];
-    __shared__ int s_count;
+    JSONLW_SHARED(std::uint64_t, s_cand, kCap);
+    JSONLW_SHARED(std::uint64_t, s_red64, kWarps);
+    JSONLW_SHARED(float, s_redf, kWarps);
+    JSONLW_SHARED(std::uint32_t, s_redu, kWarps);
+    JSONLW_SHARED(int, s_wvalid, kWarps);
+    JSONLW_SHARED(std::uint32_t, s_qth, kWarps);
+    JSONLW_SHARED_SCALAR(int, s_count);
 
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const int row = blockIdx.y, tile = blockIdx.x;
@@ -424,13 +431,16 @@ __global__ void __launch_bounds__(kThreads, 2) partial_kernel(StepArgs a)
 // ===========================================================================================
 __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
 {
-    __shared__ std::uint64_t s_keys[kMergeCap];
-    __shared__ std::uint64_t s_top[SnapshotConfig::max_k];
-    __shared__ std::uint64_t s_red64[kWarps];
-    __shared__ float s_m, s_s;
-    __shared__ std::uint32_t s_nan, s_pinf, s_above;
-    __shared__ std::uint64_t s_thr;
-    __shared__ int s_n;
+    JSONLW_SHARED(std::uint64_t, s_keys, kMergeCap);
+    JSONLW_SHARED(std::uint64_t, s_top, SnapshotConfig::max_k);
+    JSONLW_SHARED(std::uint64_t, s_red64, kWarps);
+    JSONLW_SHARED_SCALAR(float, s_m);
+    JSONLW_SHARED_SCALAR(float, s_s);
+    JSONLW_SHARED_SCALAR(std::uint32_t, s_nan);
+    JSONLW_SHARED_SCALAR(std::uint32_t, s_pinf);
+    JSONLW_SHARED_SCALAR(std::uint32_t, s_above);
+    JSONLW_SHARED_SCALAR(std::uint64_t, s_thr);
+    JSONLW_SHARED_SCALAR(int, s_n);
 
     const int t = threadIdx.x;
     const int row = blockIdx.x;
@@ -579,7 +589,7 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
 // ===========================================================================================
 __global__ void __launch_bounds__(kThreads) first_gen_kernel(FirstGenArgs a)
 {
-    __shared__ std::uint32_t s_redu[kWarps];
+    JSONLW_SHARED(std::uint32_t, s_redu, kWarps);
     const int i = blockIdx.x;
     const int n = a.vocab;
     const char* row = static_cast<const char*>(a.logits) +

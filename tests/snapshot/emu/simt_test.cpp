@@ -2,6 +2,8 @@
 // barriers and warp collectives the snapshot kernels use, seeded schedules that expose an
 // order-dependent result, and the checks a GPU would not make (synccheck, warp masks,
 // memcheck), each reported with a failed launch, never a hang.
+#include "emu_test_support.hpp"
+
 #include <cuda_runtime.h>
 #include <jsonlw_emu/faults.hpp>
 #include <jsonlw_emu/simt.hpp>
@@ -13,41 +15,11 @@
 #include <string>
 #include <vector>
 
+using namespace emu_test;
+
 namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
-
-template <class T>
-struct DeviceArray {
-    T* p = nullptr;
-    std::size_t n;
-    explicit DeviceArray(std::size_t count) : n(count)
-    {
-        REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T)) == cudaSuccess);
-        REQUIRE(cudaMemset(p, 0, n * sizeof(T)) == cudaSuccess);
-    }
-    ~DeviceArray() { (void)cudaFree(p); }
-    std::vector<T> get() const
-    {
-        std::vector<T> h(n);
-        REQUIRE(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-        return h;
-    }
-};
-
-// A launch that must fail: its error and report, and the device back to a clean state.
-struct Failure {
-    cudaError_t error;
-    std::string report;
-};
-Failure expect_failed_launch()
-{
-    const cudaError_t e = cudaDeviceSynchronize();
-    Failure f{e, jsonlw::emu::take_kernel_report()};
-    jsonlw::emu::reset_device();
-    REQUIRE(cudaGetLastError() == cudaSuccess);
-    return f;
-}
 
 __global__ void indices(unsigned* out)
 {

@@ -67,7 +67,7 @@ BlockRun::BlockRun(FiberStacks& stacks, dim3 grid, dim3 block, uint3 block_idx, 
     : stacks_(stacks), grid_(grid), block_(block), block_idx_(block_idx), seed_(seed),
       rng_(seed ^ (std::uint64_t{block_idx.x} * 0x100000001b3ull) ^
            (std::uint64_t{block_idx.y} << 40) ^ (std::uint64_t{block_idx.z} << 56)),
-      invoke_(invoke), closure_(closure)
+      invoke_(invoke), closure_(closure), shared_(SharedCheck::this_thread())
 {
 }
 
@@ -111,6 +111,7 @@ bool BlockRun::run()
         make_runnable(i);
     }
     live_ = n;
+    shared_.begin_block(block_, block_idx_);
     while (!failed_) {
         if (runnable_count_ == 0) {
             if (live_ > 0) {
@@ -128,6 +129,7 @@ bool BlockRun::run()
         l.ctx = t.fctx;
     }
     t_current = nullptr;
+    shared_.end_block();
     add_warp_collectives(collectives_);
     return !failed_;
 }
@@ -244,6 +246,7 @@ void BlockRun::release_barrier()
     }
     for (int i = 0; i < int(lanes_.size()); ++i)
         if (lanes_[std::size_t(i)].state == State::at_barrier) make_runnable(i);
+    shared_.barrier();
     arrived_ = 0;
     exited_since_barrier_ = 0;
 }
@@ -280,21 +283,19 @@ std::uint64_t BlockRun::collective(ThreadState& t, Collective kind, unsigned mas
             complete = false;
             continue;
         }
-        if (o.call.kind != kind || o.call.mask != mask || o.call.width != width)
+        if (o.call.kind == kind && o.call.mask == mask && o.call.width == width) continue;
+        // Two lanes that wait for each other in different calls can never both go on. A lane
+        // in another call that does not name this one (a __syncwarp of its half-warp) may
+        // still come here once that call completes, as on Volta and later.
+        if (o.call.mask >> lane & 1u)
             fail_here("warp collective: " + who(t) + " calls " + what() + " while lane " + std::to_string(b) +
                       " of its warp calls " + collective_name(o.call.kind) + " (mask " + hex(o.call.mask) +
                       ") at " + site(o.call.where));
-    }
-    // A lane outside the mask that waits in a collective naming this lane with another mask.
-    for (int b = 0; b < 32 && base + b < n; ++b) {
-        const Lane& o = lanes_[std::size_t(base + b)];
-        if ((mask >> b & 1u) || o.state != State::in_collective || !(o.call.mask >> lane & 1u)) continue;
-        fail_here("warp collective: " + who(t) + " calls " + what() + " while lane " + std::to_string(b) +
-                  " waits in " + collective_name(o.call.kind) + " (mask " + hex(o.call.mask) + ") at " +
-                  site(o.call.where) + ", which names this lane");
+        complete = false;
     }
     if (complete) {
         ++collectives_;
+        shared_.collective(base, mask);
         unsigned ballot = 0;
         for (int b = 0; b < 32; ++b)
             if ((mask >> b & 1u) && lanes_[std::size_t(base + b)].call.value != 0) ballot |= 1u << b;
@@ -311,6 +312,7 @@ std::uint64_t BlockRun::collective(ThreadState& t, Collective kind, unsigned mas
             case Collective::ballot: c.result = ballot; break;
             case Collective::any: c.result = ballot != 0; break;
             case Collective::all: c.result = ballot == mask; break;
+            case Collective::syncwarp: break;
             }
             if (kind == Collective::shfl_idx || kind == Collective::shfl_up || kind == Collective::shfl_down ||
                 kind == Collective::shfl_xor) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "fiber_stacks.hpp"
+#include "shared_check.hpp"
 
 #include <cuda_runtime_api.h>
 #include <jsonlw_emu/simt.hpp>
@@ -41,6 +42,7 @@ public:
     // A device-side error other than a barrier or collective misuse (misaligned access).
     [[noreturn]] void fault(ThreadState& me, cudaError_t error, std::string why);
     cudaError_t error() const noexcept { return error_; }
+    SharedCheck& shared() noexcept { return shared_; }
 
     // "block (x,y,z) thread (x,y,z)" of a thread, for reports.
     static std::string who(const ThreadState& t);
@@ -80,6 +82,7 @@ private:
     std::uint64_t rng_;
     Invoke invoke_;
     const void* closure_;
+    SharedCheck& shared_;  // this OS thread's racecheck and shared-memory counts
 
     std::vector<Lane> lanes_;
     // Runnable threads. Seed 0: one FIFO (thread order). An even seed: one pool, a uniformly

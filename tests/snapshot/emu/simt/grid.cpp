@@ -5,6 +5,7 @@
 #include "fault_trap.hpp"
 #include "fiber_stacks.hpp"
 #include "settings.hpp"
+#include "shared_check.hpp"
 #include "traffic_recorder.hpp"
 #include "worker_pool.hpp"
 
@@ -137,7 +138,9 @@ cudaError_t run_grid(dim3 grid, dim3 block, void (*invoke)(const void*), const v
         const std::uint64_t collectives = warp_collectives();  // grids run one at a time
         const std::uint64_t want = std::min<std::uint64_t>(job.blocks, std::uint64_t(worker_threads()));
         const std::function<void()> work = [&job] { run_blocks(job); };
+        SharedCheck::begin_launch(kernel);
         WorkerPool::instance().run(static_cast<int>(want) - 1, work);
+        SharedCheck::end_launch();
         job.traffic.publish(kernel, grid, block, job.error != cudaSuccess, warp_collectives() - collectives);
     }
     if (job.error != cudaSuccess) record_failure("jsonlw-emu: kernel launch failed: " + job.report);

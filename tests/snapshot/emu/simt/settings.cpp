@@ -76,6 +76,7 @@ const char* collective_name(Collective c) noexcept
     case Collective::ballot: return "__ballot_sync";
     case Collective::any: return "__any_sync";
     case Collective::all: return "__all_sync";
+    case Collective::syncwarp: return "__syncwarp";
     }
     return "?";
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <jsonlw_emu/global_access.hpp>
+#include <jsonlw_emu/shared_memory.hpp>
 #include <jsonlw_emu/simt.hpp>
 #include <jsonlw_emu/vector_types.hpp>
 
@@ -82,6 +83,11 @@ T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize,
                   std::source_location where = std::source_location::current())
 {
     return ::jsonlw::emu::detail::shuffle(::jsonlw::emu::Collective::shfl_xor, mask, v, lane_mask, width, where);
+}
+// Orders the named lanes' shared-memory accesses (racecheck) and waits for them, as a collective.
+inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where = std::source_location::current())
+{
+    (void)::jsonlw::emu::warp_collective(::jsonlw::emu::Collective::syncwarp, mask, 0, 0, warpSize, where);
 }
 inline unsigned __ballot_sync(unsigned mask, int pred,
                               std::source_location where = std::source_location::current())
@@ -167,6 +173,39 @@ T atomicMin(T* p, T v) noexcept
 {
     ::jsonlw::emu::scheduling_point();
     return ::jsonlw::emu::detail::cas_loop(p, [v](T old) { return v < old; }, [v](T) { return v; });
+}
+
+// Shared-memory atomics through JSONLW_SHARED variables: one uninterrupted read-modify-write
+// (the block's threads share an OS thread), recorded for racecheck as an atomic access.
+template <class T>
+T atomicAdd(::jsonlw::emu::SharedPtr<T> p, std::type_identity_t<T> v,
+            std::source_location where = std::source_location::current())
+{
+    ::jsonlw::emu::scheduling_point();
+    ::jsonlw::emu::record_shared_access(*p.var, p.index, ::jsonlw::emu::SharedAccessKind::atomic, where);
+    const T old = *p.p;
+    *p.p = old + v;
+    return old;
+}
+template <class T>
+T atomicMax(::jsonlw::emu::SharedPtr<T> p, std::type_identity_t<T> v,
+            std::source_location where = std::source_location::current())
+{
+    ::jsonlw::emu::scheduling_point();
+    ::jsonlw::emu::record_shared_access(*p.var, p.index, ::jsonlw::emu::SharedAccessKind::atomic, where);
+    const T old = *p.p;
+    if (old < v) *p.p = v;
+    return old;
+}
+template <class T>
+T atomicMin(::jsonlw::emu::SharedPtr<T> p, std::type_identity_t<T> v,
+            std::source_location where = std::source_location::current())
+{
+    ::jsonlw::emu::scheduling_point();
+    ::jsonlw::emu::record_shared_access(*p.var, p.index, ::jsonlw::emu::SharedAccessKind::atomic, where);
+    const T old = *p.p;
+    if (v < old) *p.p = v;
+    return old;
 }
 
 // The integer min/max overloads CUDA's device headers declare.

@@ -29,7 +29,7 @@ struct ThreadState {
 // The GPU thread running on this OS thread (null outside a kernel).
 extern constinit thread_local ThreadState* t_current;
 
-enum class Collective : std::uint8_t { shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+enum class Collective : std::uint8_t { shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all, syncwarp };
 const char* collective_name(Collective c) noexcept;
 
 // __syncthreads(): waits until every live thread of the block reached a barrier. Reported, never
