@@ -48,12 +48,13 @@ TEST_CASE("Emulated GPU: the same bits under every schedule seed", "[gpu][emulat
     }
 }
 
-TEST_CASE("Emulated GPU: plain rows take the fast path, 31 warp collectives per warp and tile, none to merge", "[gpu][emulated]")
+TEST_CASE("Emulated GPU: plain rows take the fast path, 31 warp collectives per warp and tile, 6 per tile and select level to merge", "[gpu][emulated]")
 {
     // Per warp of a partial CTA: two 5-step butterflies (max, sum of exp), the 15-step bitonic
     // sort of thread maxima, one ballot, the rank's butterfly. The exact fallback (NaN, +inf,
-    // over 512 candidates) adds k rounds; the merge's fallback, a round per top-k entry. A
-    // threshold that lets too many candidates through shows here, not in the results.
+    // over 512 candidates) adds k rounds. The merge's warp 0 folds each tile's partial with 6
+    // shuffles and scans each radix-select level with 6 collectives: this data takes one level
+    // a row. A threshold that lets too many candidates through shows here, not in the results.
     const int rows = 4, v = 152064, k = 20;
     const auto h = random_logits(LogitDType::bf16, rows, v, v, 161);
     int sm = 0;
@@ -62,7 +63,8 @@ TEST_CASE("Emulated GPU: plain rows take the fast path, 31 warp collectives per 
     REQUIRE(rows * ((v / 8 + 2047) / 2048) < 2 * sm);
     const std::uint64_t before = jsonlw::emu::warp_collectives();
     run_and_compare(h, random_sampled(rows, v, 162), k);
-    CHECK(jsonlw::emu::warp_collectives() - before == std::uint64_t(rows) * std::uint64_t(tiles) * 8u * 31u);
+    CHECK(jsonlw::emu::warp_collectives() - before ==
+          std::uint64_t(rows) * (std::uint64_t(tiles) * 8u * 31u + std::uint64_t(tiles) * 6u + 6u));
 }
 
 TEST_CASE("Emulated GPU: the watchdog delivers a slot whose host function never runs", "[gpu][emulated]")

@@ -31,7 +31,7 @@ jsonlw::emu::SharedCounters only(const std::vector<jsonlw::emu::SharedCounters>&
 
 }  // namespace
 
-TEST_CASE("Emulated GPU shared memory: a bf16 2 x 32000 step's tile pass has no bank conflict, its merge a stated few", "[gpu][emulated]")
+TEST_CASE("Emulated GPU shared memory: a bf16 2 x 32000 step's tile pass has no bank conflict, its merge a stated count", "[gpu][emulated]")
 {
     // 2 rows of 4000 vectors, a small batch: 2-vector tiles, 8 per row, 16 CTAs of 256 threads,
     // then one merge CTA per row; k = 20. Candidate slots come from shared atomics, so the
@@ -64,23 +64,27 @@ TEST_CASE("Emulated GPU shared memory: a bf16 2 x 32000 step's tile pass has no 
     CHECK(partial.barriers == 16u * 9u);
     CHECK(partial.collectives == 16u * 8u * 31u);
 
-    // 226 keys per row pass the threshold (452 atomics and stores into s_keys); ranking them
-    // reads each key once per key. The only conflicts are those stores: the slots come from
-    // the atomic in arrival order, so a warp's n-th stores land anywhere in s_keys (5-way at
-    // worst); the ranking reads are broadcasts and rows. 3 barriers per CTA, no collective.
+    // The merge, per CTA (row): warp 0 folds the 8 tiles' partials in tile order through
+    // shuffles (5 per tile for max, counts and threshold, 1 per tile for the sum) and stores
+    // their key counts; 226 keys a row pass the threshold (452 atomics and stores into
+    // s_keys over both rows); one radix-select level (the 256 bins zeroed, 452 histogram atomics, warp 0's
+    // scan: 5 shuffles and a ballot) leaves 111 keys at or above the bar over both rows (atomics
+    // into s_sel), which a 64-slot bitonic network sorts in 21 stages. Barriers per CTA: the
+    // totals, the gather, the select's 3, the pick, the padding, 21 stages, the top k = 29.
+    // The conflicts are the network's strided 8-byte pairs and the arrival-order stores.
     const auto merge = only(recs, "merge_kernel");
     CHECK(merge.blocks == 2u);
-    CHECK(merge.loads == 106776u);
-    CHECK(merge.stores == 506u);
-    CHECK(merge.atomics == 452u);
-    CHECK(merge.instructions == 3613u);
-    CHECK(merge.wavefronts == 3684u);
-    CHECK(merge.ideal_wavefronts == 3641u);
-    CHECK(merge.conflicted_instructions == 22u);
-    CHECK(merge.extra_wavefronts() == 43u);
-    CHECK(merge.max_ways == 5u);
-    CHECK(merge.barriers == 2u * 3u);
-    CHECK(merge.collectives == 0u);
+    CHECK(merge.loads == 14454u);
+    CHECK(merge.stores == 2604u);
+    CHECK(merge.atomics == 2u * 452u + 111u);
+    CHECK(merge.instructions == 721u);
+    CHECK(merge.wavefronts == 1301u);
+    CHECK(merge.ideal_wavefronts == 905u);
+    CHECK(merge.conflicted_instructions == 169u);
+    CHECK(merge.extra_wavefronts() == 396u);
+    CHECK(merge.max_ways == 8u);
+    CHECK(merge.barriers == 2u * 29u);
+    CHECK(merge.collectives == 2u * (8u * 6u + 6u));
 }
 
 TEST_CASE("Emulated GPU shared memory: each dtype's tile pass and merge run clean under racecheck while one warp races ahead", "[gpu][emulated]")

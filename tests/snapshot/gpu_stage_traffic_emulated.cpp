@@ -165,8 +165,9 @@ TEST_CASE("Emulated GPU traffic: the fused pass reads each logit byte once, in w
             CHECK(pl.loads.sector_efficiency() < 0.97);
         }
 
-        // The merge: one CTA per row; each candidate key once, each partial's 32 bytes (thread
-        // 0 reads its fields, every thread its count), k + 1 logits per row, the results.
+        // The merge: one CTA per row; each candidate key once, each partial's 32 bytes (warp 0
+        // reads them, then each one's s and m again for the sum of exp), k + 1 logits per row,
+        // the results.
         CHECK(merge.kernel == "merge_kernel");
         CHECK(merge.grid.x == unsigned(sh.rows));
         const auto mc = merge.buffer(s.candidates);
@@ -176,7 +177,7 @@ TEST_CASE("Emulated GPU traffic: the fused pass reads each logit byte once, in w
         CHECK(mc.loads.sectors == s.key_sectors());
         const auto mp = merge.buffer(s.partials);
         CHECK(mp.distinct_read_bytes == tiles * sizeof(cd::TilePartial));
-        CHECK(mp.loads.requested_bytes == tiles * (sizeof(cd::TilePartial) + kThreads * 4));
+        CHECK(mp.loads.requested_bytes == tiles * (sizeof(cd::TilePartial) + 8));
         CHECK(merge.buffer(s.logits).loads.requested_bytes == std::uint64_t(sh.rows) * (k + 1) * es);
         CHECK(merge.buffer(s.sampled).loads.requested_bytes == std::uint64_t(sh.rows) * 4);
         // From sampled_id on: k ids, logits and logprobs, 7 four-byte fields, flags, k.

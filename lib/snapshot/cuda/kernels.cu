@@ -29,14 +29,20 @@
 #define JSONLW_SHARED(type, name, count) __shared__ type name[count]
 #define JSONLW_SHARED_SCALAR(type, name) __shared__ type name
 #endif
-// Every global access other than the __ldcs vector loads goes through these two. nvcc: the plain
-// access, the same PTX. The emulated device defines them in jsonlw_emu/global_access.hpp to
-// count the traffic (docs/snapshot.md, "Speed-shaped facts it counts").
+// Every global access other than the __ldcs vector loads goes through these three. nvcc: the
+// plain access, the same PTX. The emulated device defines them in jsonlw_emu/global_access.hpp
+// to count the traffic (docs/snapshot.md, "Speed-shaped facts it counts"). ld_global_if is a
+// load only the lanes with `pred` make, in one warp-wide instruction with the others.
 #ifndef JSONLW_GLOBAL_ACCESSORS
 template <class T>
 __device__ __forceinline__ T ld_global(const T* p)
 {
     return *p;
+}
+template <class T>
+__device__ __forceinline__ T ld_global_if(bool pred, const T* p)
+{
+    return pred ? *p : T{};
 }
 template <class T>
 __device__ __forceinline__ void st_global(T* p, std::type_identity_t<T> v)
@@ -51,7 +57,10 @@ namespace {
 constexpr int kThreads = block_threads;
 constexpr int kWarps = kThreads / 32;
 constexpr int kCap = tile_candidates;
-constexpr int kMergeCap = 2048;  // candidates a merge CTA ranks in shared memory
+constexpr int kMergeCap = 2048;  // candidate keys a merge CTA holds in shared memory
+constexpr int kSortCap = 256;    // keys it sorts: its radix select keeps at most these
+constexpr int kTileCache = 1024;  // tiles whose key counts it keeps in shared memory
+constexpr int kFlat = 64;         // keys per tile its flat pass reads
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -318,17 +327,34 @@ __global__ void __launch_bounds__(kThreads, 2) partial_kernel(StepArgs a)
             above = static_cast<std::uint32_t>(max(0, min(sid, hi) - lo));
     } else if (!special) {
         // The rank: only threads holding something >= the sampled logit look element-wise.
+        // Counted without a branch per element; ids are compared only in threads holding a
+        // logit equal to the sampled one (the total order's tie-break; the sampled element
+        // itself is one).
         if (sid_valid && cm >= xs) {
+            bool tie = false;
 #pragma unroll
             for (int i = 0; i < NVEC; ++i) {
                 if (!(vmask & (1u << i))) continue;
 #pragma unroll
                 for (int e = 0; e < VE; ++e) {
                     const float x = elem<DT>(raw[i], e);
-                    above += (x > xs) || (x == xs && id_of(i, e) < sid);
+                    above += x > xs;
+                    tie |= x == xs;
                 }
             }
-            if (ext_valid) above += (ext_x > xs) || (ext_x == xs && ext_id < sid);
+            if (ext_valid) {
+                above += ext_x > xs;
+                tie |= ext_x == xs;
+            }
+            if (tie) {
+#pragma unroll
+                for (int i = 0; i < NVEC; ++i) {
+                    if (!(vmask & (1u << i))) continue;
+#pragma unroll
+                    for (int e = 0; e < VE; ++e) above += elem<DT>(raw[i], e) == xs && id_of(i, e) < sid;
+                }
+                if (ext_valid) above += ext_x == xs && ext_id < sid;
+            }
         }
 
         // Threshold: q = ceil(k / warps with elements); in each such warp the q-th largest
@@ -432,8 +458,10 @@ __global__ void __launch_bounds__(kThreads, 2) partial_kernel(StepArgs a)
 __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
 {
     JSONLW_SHARED(std::uint64_t, s_keys, kMergeCap);
+    JSONLW_SHARED(std::uint64_t, s_sel, kSortCap);
     JSONLW_SHARED(std::uint64_t, s_top, SnapshotConfig::max_k);
-    JSONLW_SHARED(std::uint64_t, s_red64, kWarps);
+    JSONLW_SHARED(int, s_tn, kTileCache);
+    JSONLW_SHARED(int, s_hist, 256);
     JSONLW_SHARED_SCALAR(float, s_m);
     JSONLW_SHARED_SCALAR(float, s_s);
     JSONLW_SHARED_SCALAR(std::uint32_t, s_nan);
@@ -441,6 +469,10 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
     JSONLW_SHARED_SCALAR(std::uint32_t, s_above);
     JSONLW_SHARED_SCALAR(std::uint64_t, s_thr);
     JSONLW_SHARED_SCALAR(int, s_n);
+    JSONLW_SHARED_SCALAR(int, s_sel_n);
+    JSONLW_SHARED_SCALAR(std::uint64_t, s_bar);
+    JSONLW_SHARED_SCALAR(int, s_bar_above);
+    JSONLW_SHARED_SCALAR(int, s_bar_final);
 
     const int t = threadIdx.x;
     const int row = blockIdx.x;
@@ -450,73 +482,161 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
     const char* rowp = static_cast<const char*>(a.logits) +
                        std::int64_t(row) * a.row_stride * (a.dtype == LogitDType::f32 ? 4 : 2);
 
-    if (t == 0) {  // tile order, one thread: the same bits every launch
+    // The tiles' totals, in tile order: warp 0 loads 32 tiles' partials at once and every lane
+    // folds them one by one, as one thread reading them in order would (the same bits).
+    if (t < 32) {
         float m = -INFINITY;
         std::uint32_t nan = 0, pinf = 0, above = 0;
         std::uint64_t thr = 0;
-        for (int p = 0; p < tiles; ++p) {
-            m = fmaxf(m, ld_global(&P[p].m));
-            nan += ld_global(&P[p].nan_count);
-            pinf += ld_global(&P[p].posinf_count);
-            above += ld_global(&P[p].above);
-            const std::uint64_t pt = ld_global(&P[p].threshold);
-            if (pt > thr) thr = pt;
+        for (int base = 0; base < tiles; base += 32) {
+            const int p = base + t;
+            TilePartial v{-INFINITY, 0.f, 0u, 0u, 0u, 0u, 0ull};
+            if (p < tiles) v = ld_global(P + p);
+            if (p < tiles && p < kTileCache) s_tn[p] = static_cast<int>(v.n);
+            const int count = min(32, tiles - base);
+            for (int q = 0; q < count; ++q) {
+                m = fmaxf(m, __shfl_sync(kFull, v.m, q));
+                nan += __shfl_sync(kFull, v.nan_count, q);
+                pinf += __shfl_sync(kFull, v.posinf_count, q);
+                above += __shfl_sync(kFull, v.above, q);
+                const std::uint64_t pt = __shfl_sync(kFull, v.threshold, q);
+                if (pt > thr) thr = pt;
+            }
         }
         float s = 0.f;
-        if (m != -INFINITY)
-            for (int p = 0; p < tiles; ++p)
-                if (const float ps = ld_global(&P[p].s); ps > 0.f) s += ps * expf(ld_global(&P[p].m) - m);
-        s_m = m;
-        s_s = s;
-        s_nan = nan;
-        s_pinf = pinf;
-        s_above = above;
-        s_thr = thr;
-        s_n = 0;
+        if (m != -INFINITY) {
+            for (int base = 0; base < tiles; base += 32) {
+                const int p = base + t;
+                float term = 0.f;
+                if (p < tiles)
+                    if (const float ps = ld_global(&P[p].s); ps > 0.f) term = ps * expf(ld_global(&P[p].m) - m);
+                const int count = min(32, tiles - base);
+                for (int q = 0; q < count; ++q) s += __shfl_sync(kFull, term, q);
+            }
+        }
+        if (t == 0) {
+            s_m = m;
+            s_s = s;
+            s_nan = nan;
+            s_pinf = pinf;
+            s_above = above;
+            s_thr = thr;
+            s_n = 0;
+            s_sel_n = 0;
+        }
     }
     __syncthreads();
     const std::uint64_t thr = s_thr;
 
     // Every key >= thr of every tile: the row's top k are among them (each tile listed all of
-    // its keys >= its own threshold, and thr is the largest threshold).
-    for (int p = 0; p < tiles; ++p) {
-        const int n = static_cast<int>(ld_global(&P[p].n));
-        for (int j = t; j < n; j += kThreads) {
-            const std::uint64_t key = ld_global(C + std::size_t(p) * kCap + j);
-            if (key >= thr) {
-                const int pos = atomicAdd(&s_n, 1);
-                if (pos < kMergeCap) s_keys[pos] = key;
+    // its keys >= its own threshold, and thr is the largest threshold). each_candidate visits
+    // every tile's list at once, the first kFlat keys of each, four loads in flight per
+    // thread, then the rest of longer lists.
+    const auto listed = [&](int p) { return p < kTileCache ? int(s_tn[p]) : static_cast<int>(ld_global(&P[p].n)); };
+    const auto each_candidate = [&](auto&& f) {
+        for (int base = t; base < tiles * kFlat; base += 4 * kThreads) {
+            std::uint64_t key[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const int idx = base + u * kThreads, p = idx / kFlat, j = idx % kFlat;
+                key[u] = ld_global_if(idx < tiles * kFlat && j < listed(p), C + std::size_t(p) * kCap + j);
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+                if (key[u] != 0) f(key[u]);  // every listed key is > 0
+        }
+        for (int p = 0; p < tiles; ++p) {
+            const int pn = listed(p);
+            for (int j0 = kFlat; j0 < pn; j0 += kThreads) {
+                const std::uint64_t key = ld_global_if(j0 + t < pn, C + std::size_t(p) * kCap + j0 + t);
+                if (key != 0) f(key);
             }
         }
-    }
-    __syncthreads();
-    const int n = s_n;
-    const int got = min(n, k);  // n >= min(k, vocab) by the thresholds' promise
-    if (n <= kMergeCap) {
-        // Keys are unique, so each one's rank is the number of larger ones.
-        for (int j = t; j < n; j += kThreads) {
-            const std::uint64_t key = s_keys[j];
-            int rank = 0;
-            for (int i = 0; i < n; ++i) rank += s_keys[i] > key;
-            if (rank < k) s_top[rank] = key;
+    };
+    // The keys >= thr go to s_keys while they fit; the select and the pick then read them
+    // there, and go back to the tiles' lists only when they did not fit.
+    each_candidate([&](std::uint64_t key) {
+        if (key >= thr) {
+            const int pos = atomicAdd(&s_n, 1);
+            if (pos < kMergeCap) s_keys[pos] = key;
         }
-    } else {
-        // Rare (heavy ties across many tiles): k rounds of a block-wide argmax over global.
-        std::uint64_t bound = ~0ull;
-        for (int r = 0; r < got; ++r) {
-            std::uint64_t best = 0;
-            for (int p = 0; p < tiles; ++p) {
-                const int pn = static_cast<int>(ld_global(&P[p].n));
-                for (int j = t; j < pn; j += kThreads) {
-                    const std::uint64_t key = ld_global(C + std::size_t(p) * kCap + j);
-                    if (key >= thr && key <= bound && key > best) best = key;
+    });
+    __syncthreads();
+    const int listed_n = s_n;
+    const auto each_key = [&](auto&& f) {
+        if (listed_n <= kMergeCap)
+            for (int j = t; j < listed_n; j += kThreads) f(std::uint64_t(s_keys[j]));
+        else
+            each_candidate([&](std::uint64_t key) {
+                if (key >= thr) f(key);
+            });
+    };
+
+    // The bar: the largest key prefix that keeps at least k keys at or above it and at most
+    // kSortCap, a byte at a time from the top (a radix select; keys are unique, so the last
+    // byte leaves exactly k). Every key of the top k is at or above it.
+    std::uint64_t prefix = 0, mask = 0;
+    int above = 0;  // keys whose prefix is larger than the current one
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        for (int j = t; j < 256; j += kThreads) s_hist[j] = 0;
+        __syncthreads();
+        each_key([&](std::uint64_t key) {
+            if ((key & mask) == prefix) atomicAdd(&s_hist[(key >> shift) & 0xff], 1);
+        });
+        __syncthreads();
+        if (t < 32) {  // lane l sums digits 255 - 8l down to 248 - 8l; a scan from the top
+            int sum = 0;
+            for (int d = 0; d < 8; ++d) sum += s_hist[255 - 8 * t - d];
+            int incl = sum;
+            for (int o = 1; o < 32; o <<= 1) {
+                const int v = __shfl_up_sync(kFull, incl, o);
+                if (t >= o) incl += v;
+            }
+            // Fewer than k keys in all (a vocabulary below k): the last digit, every key.
+            const unsigned hit = __ballot_sync(kFull, above + incl >= k || t == 31);
+            if (t == __ffs(hit) - 1) {
+                int c = above + incl - sum, d = 255 - 8 * t;
+                while (d > 248 - 8 * t && c + s_hist[d] < k) c += s_hist[d--];
+                s_bar = prefix | (std::uint64_t(d) << shift);
+                s_bar_above = c;
+                s_bar_final = c + s_hist[d] <= kSortCap || c + s_hist[d] < k;
+            }
+        }
+        __syncthreads();
+        const bool final = s_bar_final;
+        prefix = s_bar;
+        above = s_bar_above;
+        mask |= 0xffull << shift;
+        if (final) break;
+        __syncthreads();  // lane 0..31 read s_hist above until here
+    }
+    each_key([&](std::uint64_t key) {
+        if (key >= prefix) s_sel[atomicAdd(&s_sel_n, 1)] = key;  // at most kSortCap, or fewer than k
+    });
+    __syncthreads();
+    const int n = s_sel_n;
+    const int got = min(n, k);  // n >= min(k, vocab) by the thresholds' promise
+
+    // Sorted, largest first: a bitonic network over the next power of two (keys are unique
+    // and every real key is > 0, the padding).
+    int size = 1;
+    while (size < n) size <<= 1;
+    for (int j = n + t; j < size; j += kThreads) s_sel[j] = 0;
+    __syncthreads();
+    for (int len = 2; len <= size; len <<= 1) {
+        for (int stride = len >> 1; stride > 0; stride >>= 1) {
+            for (int i = t; i < size / 2; i += kThreads) {
+                const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
+                const std::uint64_t x = s_sel[lo], y = s_sel[hi];
+                if ((x < y) == ((lo & len) == 0)) {
+                    s_sel[lo] = y;
+                    s_sel[hi] = x;
                 }
             }
-            best = block_reduce(best, s_red64, MaxU64{});
-            if (t == 0) s_top[r] = best;
-            bound = best - 1;
+            __syncthreads();
         }
     }
+    for (int j = t; j < got; j += kThreads) s_top[j] = s_sel[j];
     __syncthreads();
 
     const std::uint32_t nan = s_nan, pinf = s_pinf;

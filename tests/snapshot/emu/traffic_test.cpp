@@ -1,6 +1,6 @@
 // The emulated device's global-memory counters on their own (jsonlw_emu/traffic.hpp): what one
 // warp-wide instruction is, its sectors and efficiency for coalesced, strided and broadcast
-// lanes, lanes that a branch or a shorter inner loop leaves out, sectors counted from the
+// lanes, lanes that a branch, a shorter inner loop or a predicate leaves out, sectors counted from the
 // allocation's start, and the distinct bytes and sectors of a launch.
 #include <cuda_runtime.h>
 #include <jsonlw_emu/predict.hpp>
@@ -32,6 +32,18 @@ __global__ void nested(const int* counts, const std::uint64_t* keys, std::uint64
     for (int p = 0; p < 4; ++p) {
         const int n = ld_global(counts + p);
         for (int j = threadIdx.x; j < n; j += 32) s += ld_global(keys + p * 64 + j);
+    }
+    if (threadIdx.x == 0) st_global(sum, s);
+}
+
+// Tiles of 64 key slots read flat, each lane its own slot; a predicated load leaves out the
+// slots past a tile's count, as the merge kernel's flat pass does.
+__global__ void flat(const int* counts, const std::uint64_t* keys, std::uint64_t* sum)
+{
+    std::uint64_t s = 0;
+    for (int idx = threadIdx.x; idx < 4 * 64; idx += 32) {
+        const int p = idx / 64, j = idx % 64;
+        s += ld_global_if(j < counts[p], keys + p * 64 + j);
     }
     if (threadIdx.x == 0) st_global(sum, s);
 }
@@ -140,6 +152,24 @@ TEST_CASE("Traffic: lanes that a shorter inner loop leaves out are missing from 
     CHECK(t.buffer(c.p).loads.instructions == 4);   // every lane, once per tile
     CHECK(t.buffer(c.p).loads.sectors == 4);
     CHECK(t.buffer(sum.p).stores.instructions == 1);
+}
+
+TEST_CASE("Traffic: a predicated load is one instruction for its warp, however many lanes it leaves out", "[emu][traffic]")
+{
+    // Keys per tile 5, 40, 0, 33 in slots of 64: 8 passes of the warp, two per tile, with
+    // 5 and 0, 32 and 8, 0 and 0, 32 and 1 lanes loading: 5 instructions. Recorded per lane
+    // without the passes it skipped, lane 5 would pair its first load (tile 1) with lane 0's.
+    const std::vector<int> counts{5, 40, 0, 33};
+    Buffer c(4 * 4), keys(4 * 64 * 8), sum(8);
+    REQUIRE(cudaMemcpy(c.p, counts.data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
+    (void)jsonlw::emu::take_launch_traffic();
+    JSONLW_LAUNCH(1, 32, 0, nullptr, flat)(c.as<const int>(), keys.as<const std::uint64_t>(), sum.as<std::uint64_t>());
+    const LaunchTraffic t = traffic_of_last_launch();
+    const auto k = t.buffer(keys.p);
+    CHECK(k.loads.instructions == 5);
+    CHECK(k.loads.requested_bytes == (5 + 40 + 33) * 8);
+    CHECK(k.loads.sectors == 2 + (8 + 2) + (8 + 1));
+    CHECK(k.distinct_read_bytes == (5 + 40 + 33) * 8);
 }
 
 TEST_CASE("Traffic: the prediction is the distinct sectors at 4.8 TB/s", "[emu][traffic]")

@@ -197,9 +197,13 @@ void LaunchRecorder::end_block()
     std::map<std::uintptr_t, BufferTraffic> buffers;
     std::vector<Range> reads, writes;
     for (std::size_t i = 0; i < n_ins; ++i) {
-        const auto first = by_ins.begin() + start[i], last = by_ins.begin() + start[i + 1];
-        if (first == last) continue;
+        auto first = by_ins.begin() + start[i];
+        const auto last = by_ins.begin() + start[i + 1];
+        // Lanes that passed a predicated load without loading (ld_global_if) sort first,
+        // touch nothing, and an instruction no lane loaded in is not counted.
         std::sort(first, last, [](const Access& x, const Access& y) { return x.addr < y.addr; });
+        while (first != last && first->bytes == 0) ++first;
+        if (first == last) continue;
         const bool store = b.sites[instruction_site[i]].store;
         const AllocationCache::Hit where = allocations.find(first->addr);
         AccessCounts c;

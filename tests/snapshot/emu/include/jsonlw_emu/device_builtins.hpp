@@ -107,6 +107,7 @@ inline int __all_sync(unsigned mask, int pred, std::source_location where = std:
 }
 
 inline int __popc(unsigned x) noexcept { return __builtin_popcount(x); }
+inline int __ffs(int x) noexcept { return __builtin_ffs(x); }  // 1 + the lowest set bit, 0 for 0
 inline int __popcll(unsigned long long x) noexcept { return __builtin_popcountll(x); }
 inline float __uint_as_float(unsigned x) noexcept { return ::jsonlw::emu::detail::from_bits<float>(x); }
 inline unsigned __float_as_uint(float x) noexcept { return static_cast<unsigned>(::jsonlw::emu::detail::to_bits(x)); }

@@ -25,6 +25,15 @@ T ld_global(const T* p, std::source_location where = std::source_location::curre
     ::jsonlw::emu::record_global_access(p, sizeof(T), false, where);
     return *p;
 }
+// The lanes without `pred` take part in the warp-wide instruction too (a predicated load on a
+// GPU): they are recorded as passing it without touching memory, so the lanes that load are
+// grouped into the same instruction however many times each skipped it.
+template <class T>
+T ld_global_if(bool pred, const T* p, std::source_location where = std::source_location::current())
+{
+    ::jsonlw::emu::record_global_access(pred ? p : nullptr, pred ? sizeof(T) : 0, false, where);
+    return pred ? *p : T{};
+}
 template <class T>
 void st_global(T* p, std::type_identity_t<T> v, std::source_location where = std::source_location::current())
 {
