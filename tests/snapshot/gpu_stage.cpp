@@ -1,4 +1,4 @@
-// The CUDA backend against the CPU reference (docs/snapshot.md, "The emulated device"): shapes and
+// The CUDA backend against the CPU reference (docs/emulated-device.md): shapes and
 // dtypes, padded and misaligned rows, ties across tiles, NaN/inf rows, edge sampled ids,
 // determinism, first-gen bytes and the asynchronous hand-off. Built against cudart (exits 77,
 // meson: SKIP, before Catch2 starts when no CUDA device is usable) and against the emulated

@@ -2,7 +2,7 @@
 // in exact numbers: what a speed regression that keeps every result changes (a second read of
 // the row, loads that no longer coalesce, fewer CTAs, a loop one thread runs alone). Steps are
 // launched as jsonlw-bench-gpu launches them (plan_step + launch_step on buffers of our own),
-// and every row is still compared with reference_row. docs/snapshot.md, "Speed-shaped facts it
+// and every row is still compared with reference_row. docs/emulated-device.md, "Speed-shaped facts it
 // counts".
 #include "emulated_guards.hpp"
 #include "gpu_stage_support.hpp"

@@ -17,21 +17,21 @@
 #include <type_traits>
 
 // The one launch syntax of this file. nvcc: the triple-chevron launch. The emulated device
-// (tests/snapshot/emu, docs/snapshot.md "The emulated device") defines it in its cuda_runtime.h
+// (tests/snapshot/emu, docs/emulated-device.md) defines it in its cuda_runtime.h
 // to run the same kernels on the CPU; nothing else in this file differs between the two.
 #ifndef JSONLW_LAUNCH
 #define JSONLW_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<grid, block, shared_bytes, stream>>>
 #endif
 // Every __shared__ variable is declared through these two. nvcc: the plain declaration, the
 // same PTX. The emulated device defines them in jsonlw_emu/shared_memory.hpp to check each
-// access for races and count bank conflicts (docs/snapshot.md, "The emulated device").
+// access for races and count bank conflicts (docs/emulated-device.md).
 #ifndef JSONLW_SHARED
 #define JSONLW_SHARED(type, name, count) __shared__ type name[count]
 #define JSONLW_SHARED_SCALAR(type, name) __shared__ type name
 #endif
 // Every global access other than the __ldcs vector loads goes through these three. nvcc: the
 // plain access, the same PTX. The emulated device defines them in jsonlw_emu/global_access.hpp
-// to count the traffic (docs/snapshot.md, "Speed-shaped facts it counts"). ld_global_if is a
+// to count the traffic (docs/emulated-device.md, "Speed-shaped facts it counts"). ld_global_if is a
 // load only the lanes with `pred` make, in one warp-wide instruction with the others.
 #ifndef JSONLW_GLOBAL_ACCESSORS
 template <class T>
@@ -301,7 +301,7 @@ __global__ void __launch_bounds__(kThreads, 2) partial_kernel(StepArgs a)
     const float M = block_reduce(cm, s_redf, MaxF{});
     // exp(x - M) as 2^((x - M) log2 e), the difference taken first: fmaf(x, log2e, -M log2e)
     // carries the rounding of M log2 e, about |M| 2^-24, which for logits of 10^4 and more is
-    // an error of 10^-3 in every logprob (docs/snapshot.md, "What the emulated suite found").
+    // an error of 10^-3 in every logprob (docs/emulated-device.md, "What the emulated suite found").
     const float MS = M == -INFINITY ? 0.f : M;
     float s = ext_valid ? ex2_approx((ext_x - MS) * kLog2e) : 0.f;
 #pragma unroll
@@ -645,7 +645,7 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(StepArgs a, int tiles)
     float lse;
     // A plain row's logprob is (x - m) - log(s), not x - lse: lse rounded to fp32 is off by up
     // to half an ulp of m (4e-3 for logits near 7e4), which x - lse would pass on to every
-    // logprob; x - m is exact near the top (docs/snapshot.md, "What the emulated suite found").
+    // logprob; x - m is exact near the top (docs/emulated-device.md, "What the emulated suite found").
     float log_s = 0.f;
     bool plain = false;
     if (nan > 0) {

@@ -2,7 +2,7 @@
 // run on the emulated device for a few shapes, printing what each launch moved in global
 // memory (jsonlw_emu/traffic.hpp) and the time jsonlw_emu/predict.hpp predicts for an H200.
 // Not a test: the suite asserts the counts (tests/snapshot/gpu_stage_traffic_emulated.cpp);
-// this prints them for shapes too large to run on every build. docs/snapshot.md, "Speed-shaped
+// this prints them for shapes too large to run on every build. docs/emulated-device.md, "Speed-shaped
 // facts it counts".
 //
 //   jsonlw-emu-predict            every shape, 256 x 152,064 of each dtype included (~1 min)

@@ -3,7 +3,7 @@
 // names and the same numeric values (CUDA runtime API docs, "Data types used by CUDA Runtime";
 // values as the toolkit's driver_types.h defines them), so those sources compile unchanged
 // with g++. Implemented by tests/snapshot/emu/runtime/ on the CPU. Test-only: never installed
-// (docs/snapshot.md, "The emulated device"). Plain C++ declarations: the sources only need the
+// (docs/emulated-device.md). Plain C++ declarations: the sources only need the
 // names to match, not cudart's ABI.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The time a step's launches would take on a GPU if DRAM bandwidth were the only limit, from
 // what the emulated device counted (jsonlw_emu/traffic.hpp): each distinct 32-byte sector a
 // launch reads or writes crosses DRAM once, at the device's peak rate. It cannot see caches
-// across launches, occupancy, latency hiding or clocks (docs/snapshot.md, "Speed-shaped facts
+// across launches, occupancy, latency hiding or clocks (docs/emulated-device.md, "Speed-shaped facts
 // it counts"); jsonlw-bench-gpu prints the same model next to the measured time.
 #pragma once
 

@@ -2,7 +2,7 @@
 // the SIMT executor (simt/: fibers, barriers, warp collectives). The launch macro in
 // jsonlw_emu/launch.hpp calls enqueue_kernel(); the executor calls find_allocation() when a
 // kernel touched memory it must not. Both are called from any host thread. Test-only: never
-// installed, never linked into a library a user gets (docs/snapshot.md, "The emulated device").
+// installed, never linked into a library a user gets (docs/emulated-device.md).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -2,7 +2,7 @@
 // who the running GPU thread is, the block-wide barrier, warp collectives, scheduling points,
 // and the executor's settings (schedule seed, worker threads). Device-side functions are called
 // only from inside a kernel, on the fiber that runs the calling GPU thread; the settings from
-// any host thread. Test-only (docs/snapshot.md, "The emulated device").
+// any host thread. Test-only (docs/emulated-device.md).
 #pragma once
 
 #include <jsonlw_emu/vector_types.hpp>

@@ -3,8 +3,7 @@
 // every global access a kernel makes through __ldcs, ld_global and st_global
 // (jsonlw_emu/global_access.hpp) and groups the lanes' accesses into warp-wide instructions.
 // take_launch_traffic() may be called from any host thread; the records are complete once the
-// launch's stream has run it (synchronize first). Test-only (docs/snapshot.md, "The emulated
-// device").
+// launch's stream has run it (synchronize first). Test-only (docs/emulated-device.md).
 //
 // An instruction is one pass of a warp's lanes through one source site (nvcc's unrolled copies
 // of one line are one site here). Lanes run one after another on the emulator, so passes are
