@@ -15,6 +15,7 @@ using namespace jsonlw_test;
 using jsonlw::LogLevel;
 using jsonlw::RawJsonOptions;
 using jsonlw::RawJsonWriter;
+using jsonlw::RawJsonWriterOptions;
 using jsonlw::SubmitResult;
 
 namespace {
@@ -73,13 +74,23 @@ TEST_CASE("a non-object JSON value is malformed by default and accepted with all
         INFO(h.logs.dump());
         CHECK(h.logs.count(LogLevel::warning, "Dropped malformed test record") == 1);
     }
-    SECTION("RawJsonOptions{.allow_any_value = true}")
-    {
-        RawJsonWriter w(h.executor(), h.options(), RawJsonOptions{.allow_any_value = true});
+    const auto any_value_kept = [&](RawJsonWriter& w) {
         const auto lines = write_all(w, h.loop, texts);
         CHECK(lines == std::vector<std::string>{"[1,2]", R"({"ok":true})", "42", "\"str\"", "null", "true"});
         CHECK(w.stats().written == 6);
         CHECK(w.stats().dropped.malformed == 0);
+    };
+    SECTION("RawJsonWriterOptions::raw.allow_any_value")
+    {
+        RawJsonWriterOptions o{h.options()};
+        o.raw.allow_any_value = true;
+        RawJsonWriter w(h.executor(), o);
+        any_value_kept(w);
+    }
+    SECTION("the engine's options and RawJsonOptions{.allow_any_value = true} apart")
+    {
+        RawJsonWriter w(h.executor(), h.options(), RawJsonOptions{.allow_any_value = true});
+        any_value_kept(w);
     }
 }
 
@@ -221,9 +232,11 @@ std::string joined_lines(const std::vector<std::string>& lines)
     return s;
 }
 
-RawJsonOptions trusted(bool any_value = false)
+RawJsonWriterOptions trusted(const jsonlw::WriterOptions& engine, bool any_value = false)
 {
-    return RawJsonOptions{.allow_any_value = any_value, .validation = RawJsonValidation::trusted};
+    RawJsonWriterOptions o{engine};
+    o.raw = {.allow_any_value = any_value, .validation = RawJsonValidation::trusted};
+    return o;
 }
 
 }  // namespace
@@ -231,7 +244,7 @@ RawJsonOptions trusted(bool any_value = false)
 TEST_CASE("trusted input: a raw CR or LF becomes a space and the record is counted as sanitized", "[integration][raw_json][trusted]")
 {
     Harness h;
-    RawJsonWriter w(h.executor(), h.options(), trusted());
+    RawJsonWriter w(h.executor(), trusted(h.options()));
     write_all(w, h.loop, {
         R"({"a":1})",
         "{\"a\":\n1}\r\n",
@@ -256,7 +269,7 @@ TEST_CASE("trusted input: an empty or whitespace-only record is malformed, a non
 
     SECTION("objects only (default)")
     {
-        RawJsonWriter w(h.executor(), h.options(), trusted());
+        RawJsonWriter w(h.executor(), trusted(h.options()));
         write_all(w, h.loop, texts);
         CHECK(read_file(w.file_path()) == "{\"id\":0}\n{\"id\":1}\n");
         const auto s = w.stats();
@@ -268,7 +281,7 @@ TEST_CASE("trusted input: an empty or whitespace-only record is malformed, a non
     }
     SECTION("allow_any_value: only the empty and whitespace-only records are malformed")
     {
-        RawJsonWriter w(h.executor(), h.options(), trusted(true));
+        RawJsonWriter w(h.executor(), trusted(h.options(), true));
         write_all(w, h.loop, texts);
         CHECK(read_file(w.file_path()) == "{\"id\":0}\n[1,2]\n 42\n{\"id\":1}\n");
         const auto s = w.stats();

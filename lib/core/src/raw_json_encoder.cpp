@@ -70,16 +70,20 @@ struct RawJsonEncoder::Validator {
     std::uint64_t minify_passes = 0;
 };
 
+RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, RawJsonWriterOptions opts)
+    : RawJsonWriter(std::move(ex), opts, std::make_shared<RawJsonEncoder>(opts.raw, opts))
+{
+}
+
 RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts,
                              RawJsonOptions raw)
-    : RawJsonWriter(std::move(ex), opts, std::make_shared<RawJsonEncoder>(raw, opts))
+    : RawJsonWriter(std::move(ex), RawJsonWriterOptions{std::move(opts), raw})
 {
 }
 
 RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts,
                              std::shared_ptr<RawJsonEncoder> encoder)
-    : JsonlRecordWriter<RawJsonText>(std::move(ex), std::move(opts), encoder),
-      encoder_(encoder.get())
+    : JsonTextWriter(std::move(ex), std::move(opts), encoder), encoder_(encoder.get())
 {
 }
 

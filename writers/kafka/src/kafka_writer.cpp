@@ -1,8 +1,10 @@
-// KafkaJsonWriter: RawJsonWriter's encoder (RawJsonEncoder) with a KafkaSink as the sink.
+// KafkaJsonWriter: RawJsonWriter's intake and encoder (RawJsonEncoder) with a KafkaSink as
+// the sink.
 #include <jsonlw/kafka_writer.hpp>
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <utility>
 
 namespace jsonlw {
@@ -43,7 +45,8 @@ KafkaJsonWriter::KafkaJsonWriter(boost::asio::any_io_executor ex, KafkaWriterOpt
 
 KafkaJsonWriter::KafkaJsonWriter(boost::asio::any_io_executor ex, const KafkaWriterOptions& opts,
                                  std::shared_ptr<KafkaSink> sink)
-    : RawJsonWriter(std::move(ex), engine_options(opts, sink), opts.raw),
+    : JsonTextWriter(std::move(ex), engine_options(opts, sink),
+                     std::make_shared<RawJsonEncoder>(opts.raw, opts)),
       kafka_(opts.kafka),
       sink_(std::move(sink))
 {

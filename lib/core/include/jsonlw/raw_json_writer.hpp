@@ -1,26 +1,27 @@
-// RawJsonWriter: a JsonlRecordWriter whose records are JSON texts, validated and minified
-// (RawJsonEncoder, raw_json_encoder.hpp).
+// The writers whose records are JSON texts: JsonTextWriter, the intake they share (a text
+// submitted by any string form, a short one copied once into its queue cell), and
+// RawJsonWriter, the preset that validates and minifies each text into a file (RawJsonEncoder,
+// raw_json_encoder.hpp). KafkaJsonWriter (kafka_writer.hpp) is the same intake over a
+// KafkaSink.
 #pragma once
 
 #include <jsonlw/jsonl_record_writer.hpp>
 #include <jsonlw/raw_json_encoder.hpp>
 #include <jsonlw/raw_json_text.hpp>
+#include <jsonlw/writer_options.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
 
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace jsonlw {
 
-// Under full validation each batch's records are parsed together as one simdjson document
-// stream (a record whose document does not span exactly its record, and every record after
-// a parse error, is parsed alone instead, so a malformed record is dropped alone and counted
-// as malformed); a record with no whitespace outside its strings is copied, not minified.
-// Validation runs on the I/O thread, never on the submitter's — and with
-// WriterOptions::serializer_threads > 1 on the writer's helpers too, each chunk of a unit
-// validated as one stream by the thread that serializes it.
-// Thread-safety and lifetime: as JsonlRecordWriter. A writer that sends the same records
-// elsewhere derives from it for its submit overloads (KafkaJsonWriter).
+// Called from any thread as JsonlRecordWriter (submit() never blocks but under Overflow::block);
+// owns nothing beyond the engine it is, and is built only by the final writers over it
+// (RawJsonWriter, KafkaJsonWriter), which give it a RawJsonEncoder.
 //
 // Records are RawJsonText: submit(std::string_view) (or a const std::string&, or a C string)
 // copies a text of up to RawJsonText::inline_capacity bytes once, into its queue cell —
@@ -28,10 +29,8 @@ namespace jsonlw {
 // copied into a std::string. submit(std::string&&) does the same with a short text (the
 // string keeps its buffer, which its owner frees on its own thread) and moves a longer one
 // in (no copy; its buffer is freed on the I/O thread).
-class RawJsonWriter : public JsonlRecordWriter<RawJsonText> {
+class JsonTextWriter : public JsonlRecordWriter<RawJsonText> {
 public:
-    RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, RawJsonOptions raw = {});
-
     using JsonlRecordWriter<RawJsonText>::submit;
     SubmitResult submit(std::string_view text)
     {
@@ -45,6 +44,36 @@ public:
     {
         return JsonlRecordWriter<RawJsonText>::submit(RawJsonText(std::move(text)));
     }
+
+protected:
+    JsonTextWriter(boost::asio::any_io_executor ex, WriterOptions opts,
+                   std::shared_ptr<RawJsonEncoder> encoder)
+        : JsonlRecordWriter<RawJsonText>(std::move(ex), std::move(opts), std::move(encoder))
+    {
+    }
+};
+
+// The engine's options (WriterOptions, every field with its default) plus the writer's own.
+struct RawJsonWriterOptions : WriterOptions {
+    // How each record is validated (default: full, objects only; raw_json_encoder.hpp).
+    RawJsonOptions raw{};
+};
+
+// Under full validation each batch's records are parsed together as one simdjson document
+// stream (a record whose document does not span exactly its record, and every record after
+// a parse error, is parsed alone instead, so a malformed record is dropped alone and counted
+// as malformed); a record with no whitespace outside its strings is copied, not minified.
+// Validation runs on the I/O thread, never on the submitter's — and with
+// WriterOptions::serializer_threads > 1 on the writer's helpers too, each chunk of a unit
+// validated as one stream by the thread that serializes it.
+// Thread-safety and lifetime: as JsonlRecordWriter; the engine owns the encoder.
+class RawJsonWriter final : public JsonTextWriter {
+public:
+    RawJsonWriter(boost::asio::any_io_executor ex, RawJsonWriterOptions opts);
+    // The engine's options and the validation apart: what {.directory = …} (designated
+    // initializers name only WriterOptions' fields) selects, and the form programs written
+    // before RawJsonWriterOptions use.
+    RawJsonWriter(boost::asio::any_io_executor ex, WriterOptions opts, RawJsonOptions raw = {});
 
 private:
     friend struct RawJsonWriterProbe;

@@ -1,9 +1,8 @@
-// KafkaJsonWriter: a RawJsonWriter with a KafkaSink as its sink — records are JSON texts,
-// submitted through RawJsonWriter's overloads (a short text copied once into its queue cell),
-// validated and minified by RawJsonWriter's encoder (RawJsonEncoder: invalid JSON, trailing
-// garbage and, unless allow_any_value, non-objects are malformed, dropped alone), each line
-// one message (kafka_sink.hpp says how messages are keyed and how delivery is counted). Any
-// other writer goes to Kafka the same way — give its options a KafkaSink (docs/sinks.md).
+// KafkaJsonWriter: JSON texts to Kafka — RawJsonWriter's intake (JsonTextWriter: a short text
+// copied once into its queue cell) and encoder (RawJsonEncoder: invalid JSON, trailing garbage
+// and, unless allow_any_value, non-objects are malformed, dropped alone) over a KafkaSink, each
+// line one message (kafka_sink.hpp says how messages are keyed and how delivery is counted).
+// Any other writer goes to Kafka the same way — give its options a KafkaSink (docs/sinks.md).
 //
 // No file is opened or created (`directory`, `file_io` and the rotation fields are not
 // used). Without brokers the writer is inert (every call a cheap no-op, nothing counted); a
@@ -34,7 +33,9 @@ struct KafkaWriterOptions : WriterOptions {
     RawJsonOptions raw{};
 };
 
-class KafkaJsonWriter final : public RawJsonWriter {
+// Called from any thread as JsonlRecordWriter; owns its KafkaSink, shared with the engine,
+// which also owns the encoder.
+class KafkaJsonWriter final : public JsonTextWriter {
 public:
     KafkaJsonWriter(boost::asio::any_io_executor ex, KafkaWriterOptions opts);
     // The engine's options and the Kafka ones apart (designated initializers name only
@@ -43,8 +44,8 @@ public:
         : KafkaJsonWriter(std::move(ex), KafkaWriterOptions{std::move(opts), std::move(kafka)})
     {
     }
-    // Stops waiting for deliveries, then the base stops the writer (the engine keeps the
-    // encoder and the sink).
+    // Stops waiting for deliveries, then the engine's destructor stops the writer (the engine
+    // keeps the encoder and the sink).
     ~KafkaJsonWriter() override;
 
     const KafkaOptions& kafka_options() const noexcept { return kafka_; }
