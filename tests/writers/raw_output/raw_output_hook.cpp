@@ -351,34 +351,16 @@ TEST_CASE("an unwritable directory costs the record not the response", "[raw_out
     CHECK_FALSE(std::filesystem::exists(h.dir / "a-file" / "raw"));
 }
 
-namespace {
-
-// Hands the writer half one request's record with frame ends that do not match its text: a
-// record the line cannot represent.
-class CorruptingWriter : public RawOutputWriter {
-public:
-    CorruptingWriter(boost::asio::any_io_executor ex, RawOutputOptions o, std::uint64_t bad)
-        : RawOutputWriter(std::move(ex), std::move(o)), bad_(bad)
-    {
-    }
-
-protected:
-    void deliver(jsonlw::RawOutputRecord&& r) override
-    {
-        if (r.request_id == bad_) r.frame_ends.push_back(r.frames_text.size() + 7);
-        RawOutputWriter::deliver(std::move(r));
-    }
-
-private:
-    std::uint64_t bad_;
-};
-
-}  // namespace
-
 TEST_CASE("a record the writer half cannot represent costs only that record", "[raw_output][hook][faults]")
 {
     Harness h;
-    CorruptingWriter w(h.executor(), options(h), 2);
+    auto o = options(h);
+    // Hands the writer half request 2's record with frame ends that do not match its text: a
+    // record the line cannot represent.
+    o.before_submit = [](jsonlw::RawOutputRecord& r) {
+        if (r.request_id == 2) r.frame_ends.push_back(r.frames_text.size() + 7);
+    };
+    RawOutputWriter w(h.executor(), o);
     h.start(w);
     for (std::uint64_t req = 1; req <= 3; ++req) {
         feed(w, {.req = req, .text = "t" + std::to_string(req), .ids = {1}});

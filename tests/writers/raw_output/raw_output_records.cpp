@@ -235,30 +235,15 @@ TEST_CASE("a hand-built record whose frames do not fit its text is malformed and
                        "Dropped malformed raw output record: frame_ends do not match frames_text") == 1);
 }
 
-namespace {
-
-// Fails inside the hook (on the caller's thread) for one request.
-class ThrowingDelivery : public RawOutputWriter {
-public:
-    ThrowingDelivery(boost::asio::any_io_executor ex, RawOutputOptions o)
-        : RawOutputWriter(std::move(ex), std::move(o))
-    {
-    }
-
-protected:
-    void deliver(RawOutputRecord&& r) override
-    {
-        if (r.request_id == 2) throw std::runtime_error("hook bug for the test");
-        RawOutputWriter::deliver(std::move(r));
-    }
-};
-
-}  // namespace
-
 TEST_CASE("a failure inside the hook costs only its record and never reaches the caller", "[raw_output][records][faults]")
 {
     Harness h;
-    ThrowingDelivery w(h.executor(), options(h));
+    auto o = options(h);
+    // Fails inside the hook (on the caller's thread) for one request.
+    o.before_submit = [](RawOutputRecord& r) {
+        if (r.request_id == 2) throw std::runtime_error("hook bug for the test");
+    };
+    RawOutputWriter w(h.executor(), o);
     h.start(w);
     for (std::uint64_t req = 1; req <= 3; ++req) {
         feed(w, {.req = req, .text = "x", .ids = {1}});

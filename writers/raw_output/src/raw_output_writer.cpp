@@ -64,7 +64,8 @@ RawOutputWriter::RawOutputWriter(boost::asio::any_io_executor ex, const RawOutpu
                                  std::shared_ptr<State> state)
     : JsonlRecordWriter<RawOutputRecord>(std::move(ex), writer_options(opts),
                                          make_encoder(state, opts)),
-      state_(std::move(state))
+      state_(std::move(state)),
+      before_submit_(opts.before_submit)
 {
     if (!state_->enabled)
         warn(fmt::format("Raw output recording is off: {} / RawOutputOptions::directory is "
@@ -243,6 +244,7 @@ RawOutputCounters RawOutputWriter::counters() const noexcept
 
 void RawOutputWriter::deliver(RawOutputRecord&& rec)
 {
+    if (before_submit_) before_submit_(rec);
     if (submit(std::move(rec)) == SubmitResult::disabled) {
         // start() failed but was called through the base: stop keeping state.
         not_recorded(1);

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -51,6 +52,11 @@ struct RawOutputOptions : WriterOptions {
     // lengths and SHA-256 digests stand in for them (docs/writers.md, "Content capture").
     // Default full: the lines are unchanged.
     Capture capture = Capture::full;
+    // A seam for fault tests, as WriterOptions::file_io is for system calls: called with each
+    // finished record on the hook's caller thread, outside the hook's lock, just before the
+    // record is submitted; it may change the record or throw (an exception costs that record
+    // only, counted in hook_failures). Default none: the record is submitted as made.
+    std::function<void(RawOutputRecord&)> before_submit{};
 };
 
 // What the hook side did (the base's stats() count what reached the writer's queue).
@@ -79,9 +85,10 @@ struct RawOutputCounters {
 };
 
 // The hook collects chunks and per-token data into the outputs in flight (the LRU past
-// max_pending) and submits each finished output, as a record, to the writer it is. Not
-// `final`: deliver() is a seam tests override to inject faults into the hand-over.
-class RawOutputWriter : public JsonlRecordWriter<RawOutputRecord> {
+// max_pending) and submits each finished output, as a record, to the writer it is. Called
+// from any thread (the hook and JsonlRecordWriter's calls alike); owns the hook's state, which
+// it shares with the encoder the engine owns.
+class RawOutputWriter final : public JsonlRecordWriter<RawOutputRecord> {
 public:
     RawOutputWriter(boost::asio::any_io_executor ex, RawOutputOptions opts);
     // The engine's options alone, max_pending at its default: what {.directory = …, .log = …}
@@ -138,11 +145,6 @@ public:
     // The writer itself, as JsonlRecordWriter (from when the hook owned one).
     JsonlRecordWriter<RawOutputRecord>& records() noexcept { return *this; }
 
-protected:
-    // Where a finished record goes, on the caller's thread, outside the hook's lock: submit()
-    // by default. An exception costs this record only (counted in hook_failures).
-    virtual void deliver(RawOutputRecord&& rec);
-
 private:
     struct State;
     RawOutputWriter(boost::asio::any_io_executor ex, const RawOutputOptions& opts,
@@ -152,6 +154,10 @@ private:
     static std::shared_ptr<RecordEncoder<RawOutputRecord>> make_encoder(
         const std::shared_ptr<State>& state, const RawOutputOptions& opts);
     void close_requested() noexcept;
+    // Where a finished record goes, on the caller's thread, outside the hook's lock: through
+    // before_submit (when set) to submit(). An exception costs this record only (counted in
+    // hook_failures).
+    void deliver(RawOutputRecord&& rec);
     void deliver_safely(RawOutputRecord&& rec) noexcept;
     void hook_failed(std::uint64_t records, std::string_view what) noexcept;
     void not_recorded(std::uint64_t records) noexcept;
@@ -160,6 +166,7 @@ private:
 
     // Shared with the engine's encoder, so it lives until the engine is done with it too.
     const std::shared_ptr<State> state_;
+    const std::function<void(RawOutputRecord&)> before_submit_;  // RawOutputOptions'
     std::atomic<bool> close_requested_{false};
 };
 
