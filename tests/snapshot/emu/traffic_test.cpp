@@ -72,6 +72,20 @@ LaunchTraffic traffic_of_last_launch()
     return t[0];
 }
 
+// One warp over 4 tiles of 64 key slots holding 5, 40, 0 and 33 keys: kernel(counts, keys, sum).
+struct TileKeys {
+    Buffer counts{4 * 4}, keys{4 * 64 * 8}, sum{8};
+    template <auto& kernel>
+    LaunchTraffic run()
+    {
+        const std::vector<int> n{5, 40, 0, 33};
+        REQUIRE(cudaMemcpy(counts.p, n.data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
+        (void)jsonlw::emu::take_launch_traffic();
+        JSONLW_LAUNCH(1, 32, 0, nullptr, kernel)(counts.as<const int>(), keys.as<const std::uint64_t>(), sum.as<std::uint64_t>());
+        return traffic_of_last_launch();
+    }
+};
+
 }  // namespace
 
 TEST_CASE("Traffic: a warp's contiguous 4-byte lanes are one instruction of 4 whole sectors", "[emu][traffic]")
@@ -139,19 +153,15 @@ TEST_CASE("Traffic: sectors count from the allocation's start, as on a GPU's 256
 TEST_CASE("Traffic: lanes that a shorter inner loop leaves out are missing from that tile's instructions", "[emu][traffic]")
 {
     // Keys per tile 5, 40, 0, 33: 1 + 2 + 0 + 2 instructions, not paired across tiles.
-    const std::vector<int> counts{5, 40, 0, 33};
-    Buffer c(4 * 4), keys(4 * 64 * 8), sum(8);
-    REQUIRE(cudaMemcpy(c.p, counts.data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
-    (void)jsonlw::emu::take_launch_traffic();
-    JSONLW_LAUNCH(1, 32, 0, nullptr, nested)(c.as<const int>(), keys.as<const std::uint64_t>(), sum.as<std::uint64_t>());
-    const LaunchTraffic t = traffic_of_last_launch();
-    const auto k = t.buffer(keys.p);
+    TileKeys b;
+    const LaunchTraffic t = b.run<nested>();
+    const auto k = t.buffer(b.keys.p);
     CHECK(k.loads.instructions == 5);
     CHECK(k.loads.requested_bytes == (5 + 40 + 33) * 8);
     CHECK(k.loads.sectors == 2 + (8 + 2) + (8 + 1));
-    CHECK(t.buffer(c.p).loads.instructions == 4);   // every lane, once per tile
-    CHECK(t.buffer(c.p).loads.sectors == 4);
-    CHECK(t.buffer(sum.p).stores.instructions == 1);
+    CHECK(t.buffer(b.counts.p).loads.instructions == 4);   // every lane, once per tile
+    CHECK(t.buffer(b.counts.p).loads.sectors == 4);
+    CHECK(t.buffer(b.sum.p).stores.instructions == 1);
 }
 
 TEST_CASE("Traffic: a predicated load is one instruction for its warp, however many lanes it leaves out", "[emu][traffic]")
@@ -159,13 +169,8 @@ TEST_CASE("Traffic: a predicated load is one instruction for its warp, however m
     // Keys per tile 5, 40, 0, 33 in slots of 64: 8 passes of the warp, two per tile, with
     // 5 and 0, 32 and 8, 0 and 0, 32 and 1 lanes loading: 5 instructions. Recorded per lane
     // without the passes it skipped, lane 5 would pair its first load (tile 1) with lane 0's.
-    const std::vector<int> counts{5, 40, 0, 33};
-    Buffer c(4 * 4), keys(4 * 64 * 8), sum(8);
-    REQUIRE(cudaMemcpy(c.p, counts.data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
-    (void)jsonlw::emu::take_launch_traffic();
-    JSONLW_LAUNCH(1, 32, 0, nullptr, flat)(c.as<const int>(), keys.as<const std::uint64_t>(), sum.as<std::uint64_t>());
-    const LaunchTraffic t = traffic_of_last_launch();
-    const auto k = t.buffer(keys.p);
+    TileKeys b;
+    const auto k = b.run<flat>().buffer(b.keys.p);
     CHECK(k.loads.instructions == 5);
     CHECK(k.loads.requested_bytes == (5 + 40 + 33) * 8);
     CHECK(k.loads.sectors == 2 + (8 + 2) + (8 + 1));
