@@ -94,17 +94,10 @@ void run(const Shape& sh, int sms)
     char* rows = static_cast<char*>(logits) + std::size_t(sh.offset) * es;
     CK(cudaMemcpy(rows, host.data(), host.size(), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(sampled, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
-    cd::StepArgs a;
-    a.logits = rows;
-    a.dtype = sh.dt;
-    a.rows = sh.rows;
-    a.vocab = sh.vocab;
-    a.row_stride = sh.vocab;
-    a.sampled = static_cast<const std::int32_t*>(sampled);
-    a.k = 20;
-    a.partials = static_cast<cd::TilePartial*>(partials);
-    a.candidates = static_cast<std::uint64_t*>(cands);
-    a.out = static_cast<TokenSnapshot*>(out);
+    const cd::StepArgs a{.logits = rows, .dtype = sh.dt, .rows = sh.rows, .vocab = sh.vocab,
+                         .row_stride = sh.vocab, .sampled = static_cast<const std::int32_t*>(sampled),
+                         .k = 20, .partials = static_cast<cd::TilePartial*>(partials),
+                         .candidates = static_cast<std::uint64_t*>(cands), .out = static_cast<TokenSnapshot*>(out)};
 
     (void)jsonlw::emu::take_launch_traffic();
     const auto t0 = std::chrono::steady_clock::now();

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <initializer_list>
+
 #include <cstdint>
 #include <string>
 
@@ -107,37 +109,41 @@ Failure race_under_seed_0(void (*kernel)(int*), int threads)
     return expect_failed_launch();
 }
 
+// 64 threads of `kernel` under seed 0: the launch fails, and racecheck's report holds each part.
+void require_race(void (*kernel)(int*), std::initializer_list<const char*> parts)
+{
+    const Failure f = race_under_seed_0(kernel, 64);
+    CHECK(f.error == cudaErrorLaunchFailure);
+    INFO(f.report);
+    for (const char* part : parts) {
+        CAPTURE(part);
+        CHECK(f.report.find(part) != std::string::npos);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("racecheck: a read of a slot another thread wrote, with no barrier between, fails the launch", "[emu][racecheck]")
 {
-    const Failure f = race_under_seed_0(read_after_write, 64);
-    CHECK(f.error == cudaErrorLaunchFailure);
-    INFO(f.report);
-    CHECK(f.report.find("racecheck: read-after-write hazard on __shared__ s[0] (bytes 0-3 of 256) in ") != std::string::npos);
-    CHECK(f.report.find("read_after_write(int*), block (0,0,0): thread (0,0,0) writes at racecheck_test.cpp:") != std::string::npos);
-    CHECK(f.report.find(", then thread (1,0,0) reads at racecheck_test.cpp:") != std::string::npos);
-    CHECK(f.report.find("with no __syncthreads between them and no warp collective or __syncwarp both took part in") != std::string::npos);
+    require_race(read_after_write,
+                 {"racecheck: read-after-write hazard on __shared__ s[0] (bytes 0-3 of 256) in ",
+                  "read_after_write(int*), block (0,0,0): thread (0,0,0) writes at racecheck_test.cpp:",
+                  ", then thread (1,0,0) reads at racecheck_test.cpp:",
+                  "with no __syncthreads between them and no warp collective or __syncwarp both took part in"});
 }
 
 TEST_CASE("racecheck: overwriting a slot other threads still read, with no barrier between, fails the launch", "[emu][racecheck]")
 {
-    const Failure f = race_under_seed_0(write_after_read, 64);
-    CHECK(f.error == cudaErrorLaunchFailure);
-    INFO(f.report);
-    CHECK(f.report.find("racecheck: write-after-read hazard on __shared__ s[0] (bytes 0-3 of 256)") != std::string::npos);
-    CHECK(f.report.find("thread (0,0,0) reads at racecheck_test.cpp:") != std::string::npos);
-    CHECK(f.report.find(", then thread (63,0,0) writes at racecheck_test.cpp:") != std::string::npos);
+    require_race(write_after_read, {"racecheck: write-after-read hazard on __shared__ s[0] (bytes 0-3 of 256)",
+                                    "thread (0,0,0) reads at racecheck_test.cpp:",
+                                    ", then thread (63,0,0) writes at racecheck_test.cpp:"});
 }
 
 TEST_CASE("racecheck: two threads writing one slot between two barriers fail the launch", "[emu][racecheck]")
 {
-    const Failure f = race_under_seed_0(write_after_write, 64);
-    CHECK(f.error == cudaErrorLaunchFailure);
-    INFO(f.report);
-    CHECK(f.report.find("racecheck: write-after-write hazard on __shared__ s[0] (bytes 0-3 of 256)") != std::string::npos);
-    CHECK(f.report.find("thread (0,0,0) writes at racecheck_test.cpp:") != std::string::npos);
-    CHECK(f.report.find(", then thread (1,0,0) writes at racecheck_test.cpp:") != std::string::npos);
+    require_race(write_after_write, {"racecheck: write-after-write hazard on __shared__ s[0] (bytes 0-3 of 256)",
+                                     "thread (0,0,0) writes at racecheck_test.cpp:",
+                                     ", then thread (1,0,0) writes at racecheck_test.cpp:"});
 }
 
 TEST_CASE("racecheck: lanes that exchange through shared memory between __syncwarp and shuffles are not flagged", "[emu][racecheck]")
