@@ -178,35 +178,35 @@ T atomicMin(T* p, T v) noexcept
 
 // Shared-memory atomics through JSONLW_SHARED variables: one uninterrupted read-modify-write
 // (the block's threads share an OS thread), recorded for racecheck as an atomic access.
+namespace jsonlw::emu::detail {
+// One shared-memory read-modify-write: stores next(old), returns old.
+template <class T, class Next>
+T shared_atomic(SharedPtr<T> p, const std::source_location& where, Next next)
+{
+    scheduling_point();
+    record_shared_access(*p.var, p.index, SharedAccessKind::atomic, where);
+    const T old = *p.p;
+    *p.p = next(old);
+    return old;
+}
+}  // namespace jsonlw::emu::detail
 template <class T>
 T atomicAdd(::jsonlw::emu::SharedPtr<T> p, std::type_identity_t<T> v,
             std::source_location where = std::source_location::current())
 {
-    ::jsonlw::emu::scheduling_point();
-    ::jsonlw::emu::record_shared_access(*p.var, p.index, ::jsonlw::emu::SharedAccessKind::atomic, where);
-    const T old = *p.p;
-    *p.p = old + v;
-    return old;
+    return ::jsonlw::emu::detail::shared_atomic(p, where, [v](T old) { return T(old + v); });
 }
 template <class T>
 T atomicMax(::jsonlw::emu::SharedPtr<T> p, std::type_identity_t<T> v,
             std::source_location where = std::source_location::current())
 {
-    ::jsonlw::emu::scheduling_point();
-    ::jsonlw::emu::record_shared_access(*p.var, p.index, ::jsonlw::emu::SharedAccessKind::atomic, where);
-    const T old = *p.p;
-    if (old < v) *p.p = v;
-    return old;
+    return ::jsonlw::emu::detail::shared_atomic(p, where, [v](T old) { return old < v ? v : old; });
 }
 template <class T>
 T atomicMin(::jsonlw::emu::SharedPtr<T> p, std::type_identity_t<T> v,
             std::source_location where = std::source_location::current())
 {
-    ::jsonlw::emu::scheduling_point();
-    ::jsonlw::emu::record_shared_access(*p.var, p.index, ::jsonlw::emu::SharedAccessKind::atomic, where);
-    const T old = *p.p;
-    if (v < old) *p.p = v;
-    return old;
+    return ::jsonlw::emu::detail::shared_atomic(p, where, [v](T old) { return v < old ? v : old; });
 }
 
 // The integer min/max overloads CUDA's device headers declare.
