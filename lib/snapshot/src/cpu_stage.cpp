@@ -32,13 +32,6 @@
 namespace jsonlw::snapshot::detail {
 namespace {
 
-std::int64_t steady_ns() noexcept
-{
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 // What one step asks of the workers: rows [0, rows) of `view` into `out`.
 struct RowJob {
     const LogitsView* view = nullptr;

@@ -17,18 +17,18 @@ public:
     void deallocate(void* p) noexcept override { ::operator delete(p, std::align_val_t{64}); }
 };
 
-std::int64_t steady_ns() noexcept
-{
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 }  // namespace
 
 std::unique_ptr<HostAllocator> aligned_host_allocator()
 {
     return std::make_unique<AlignedHostAllocator>();
+}
+
+std::int64_t steady_ns() noexcept
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 std::shared_ptr<SlotRing> SlotRing::create(const RingLayout& layout,

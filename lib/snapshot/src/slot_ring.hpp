@@ -33,6 +33,9 @@ public:
 };
 std::unique_ptr<HostAllocator> aligned_host_allocator();  // 64-byte aligned operator new
 
+// The clock of commit()'s t_enqueue_ns and of a batch's times: steady_clock, in ns.
+std::int64_t steady_ns() noexcept;
+
 struct RingLayout {
     int slots = 4;
     int max_rows = 512;
