@@ -120,12 +120,12 @@ struct SubmitCostResult {
 
 SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s);
 // A writer with the default options left idle for `seconds` after one record (its drain
-// parked): the process's CPU time over that spell (nothing else runs), and how long a record
-// submitted then took to be written (stats().written, polled every 50 us).
+// polling every idle_poll): the process's CPU time over that spell (nothing else runs), and
+// how long a record submitted then took to be written (stats().written, polled every 50 us).
 struct IdleCostResult {
     double cpu_share = 0;       // CPU seconds / wall seconds (1 = one core)
     double wake_ms = 0;         // submit() after the spell until the record is written
-    bool parked = false;        // the drain had parked by the end of the spell
+    std::uint64_t wakeups = 0;  // wake-ups producers posted to the drain (drain_wakeups())
     std::string problem;
 };
 IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds);

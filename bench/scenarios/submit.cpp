@@ -125,15 +125,14 @@ void submit_scenario(const Config& cfg, Report& report)
                                     "(the record's own construction excluded)",
                                     spec.warmup_calls));
     sec.notes.push_back("jsonlw: default options (queue 1024, batch 64, drop_newest, "
-                        "flush_interval 0, idle_poll 1 ms). Between records the drain polls the "
-                        "empty queue every idle_poll instead of parking, so a submit() at this "
-                        "rate only pushes; it wakes the drain (a post to the io_context, from "
-                        "memory the writer owns: no allocation, but the scheduler's mutex and "
-                        "maybe a system call) only when 64 records wait before a poll, or after "
-                        "50 ms without records. With flush_interval 5 ms the drain lingers "
-                        "instead and a full batch wakes it; with idle_poll 5 ms a poll finds "
-                        "more than 64 records at this rate, so one call in 64 wakes it; with "
-                        "idle_poll 0 every call after the queue emptied does");
+                        "flush_interval 0, idle_poll 1 ms). The drain polls the empty queue "
+                        "(every idle_poll, backing off to idle_poll_max) and is never woken "
+                        "by a producer, so a submit() only pushes; with flush_interval 5 ms "
+                        "it lingers, looking every idle_poll whether a batch filled. With "
+                        "idle_poll 0 the drain parks instead, and every call after the queue "
+                        "emptied posts it a wake-up (a post to the io_context, from memory the "
+                        "writer owns: no allocation, but the scheduler's mutex and maybe a "
+                        "system call)");
     sec.notes.push_back("submit() moves a std::string built before the call into the queue "
                         "(its buffer freed later on the I/O thread); submit(std::string_view) "
                         "copies the line's bytes once into its queue cell (RawJsonText, inline "

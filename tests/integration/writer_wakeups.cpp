@@ -1,7 +1,7 @@
-// How the drain is woken: a producer at a steady rate never has to wake it — the drain polls an
-// empty queue every idle_poll before it parks — so submit() allocates nothing; a wake-up that
-// is still needed (after a long idle spell, or with idle_poll 0) allocates nothing on the
-// producer's thread either when the executor is an io_context's; and RawJsonWriter's
+// How the drain is woken: a producer never has to wake it — the drain polls an empty queue every
+// idle_poll — so submit() posts nothing and allocates nothing; with idle_poll 0 the drain parks,
+// and the wake-up the first submit after then posts allocates nothing on the producer's thread
+// either when the executor is an io_context's; and RawJsonWriter's
 // submit(std::string_view) copies a line into its queue cell without allocating. The test links
 // the allocation counter
 // (tests/support/alloc_count.hpp), which replaces the global operator new.
@@ -64,13 +64,12 @@ TEST_CASE("a producer on another thread at a steady rate never allocates inside 
     CHECK(count_lines(w.file_path()) == 3200);
 }
 
-TEST_CASE("after an idle spell, or with idle_poll 0, the wake-up submit() posts allocates nothing on an io_context",
+TEST_CASE("with idle_poll 0, the wake-up a submit() posts to the parked drain allocates nothing on an io_context",
           "[integration][writer][wakeup]")
 {
     Harness h;
     auto o = h.options();
-    const bool poll = GENERATE(true, false);
-    o.idle_poll = poll ? std::chrono::microseconds(1000) : std::chrono::microseconds(0);
+    o.idle_poll = std::chrono::microseconds(0);
     TestWriter w(h.executor(), o);
     h.start(w);
     int refused = 0;
@@ -78,7 +77,7 @@ TEST_CASE("after an idle spell, or with idle_poll 0, the wake-up submit() posts 
     REQUIRE(wait_until([&] { return w.stats().written == 20; }));
     std::uint64_t inside = 0;
     for (int round = 0; round < 5; ++round) {
-        // Until the drain stops polling and parks (it polls for 50 ms): the submit must wake it.
+        // The drain parks at an empty queue: the submit must wake it.
         REQUIRE(wait_until([&] { return w.drain_parked(); }));
         inside += allocations_in_submits(w, 20 + round, 1, 0us, refused);
         // Each record reaches the file without a flush: the wake-up worked.
@@ -94,14 +93,16 @@ TEST_CASE("on an executor that is not an io_context's, records are still written
 {
     Harness h;
     auto o = h.options();
-    o.idle_poll = GENERATE(std::chrono::microseconds(0), std::chrono::microseconds(1000));
+    const bool parks = GENERATE(true, false);
+    o.idle_poll = parks ? std::chrono::microseconds(0) : std::chrono::microseconds(1000);
     TestWriter w(boost::asio::make_strand(h.loop.io()), o);
     h.start(w);
     for (int i = 0; i < 3; ++i) {
+        if (parks) REQUIRE(wait_until([&] { return w.drain_parked(); }));
         REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
         CHECK(wait_until([&] { return count_lines(w.file_path()) == static_cast<std::size_t>(i) + 1; }));
-        if (i == 1) REQUIRE(wait_until([&] { return w.drain_parked(); }));  // once parked
     }
+    CHECK(w.drain_wakeups() == (parks ? 3u : 0u));
     const auto report = close(w);
     CHECK(report.stats.written == 3);
     CHECK(invariant_holds(report.stats));
@@ -140,43 +141,49 @@ TEST_CASE("RawJsonWriter: submit(std::string_view) copies a line of up to 456 B 
     CHECK(read_lines(w.file_path()) == expected);
 }
 
-TEST_CASE("wake-ups taken by producers: none at a steady rate below the polling threshold, exactly one per park after an idle spell",
+TEST_CASE("wake-ups taken by producers: none while the drain polls — at a steady rate, after idle spells, in a burst; with idle_poll 0 exactly one per park",
           "[integration][writer][wakeup]")
 {
     Harness h;
-    TestWriter w(h.executor(), h.options());  // idle_poll 1 ms; a poll is cut short at 64 waiting
+    TestWriter w(h.executor(), h.options());  // idle_poll 1 ms: the drain polls, never parks
     h.start(w);
     int refused = 0;
-    allocations_in_submits(w, 0, 1, 0us, refused);  // the drain's first poll: it may be parked
-    REQUIRE(wait_until([&] { return w.stats().written == 1; }));
-    const std::uint64_t w0 = w.drain_wakeups();
-    // 999 records, one every 100 us: about 10 wait at each poll, never 64. Only a gap long
-    // enough for the drain to park (50 ms without records: a descheduled test thread) may
-    // take a wake-up; on a machine that is not starved there is none.
-    int long_gaps = 0;
-    auto last = std::chrono::steady_clock::now();
-    for (int i = 1; i < 1000; ++i) {
-        allocations_in_submits(w, i, 1, 100us, refused);
-        const auto now = std::chrono::steady_clock::now();
-        if (now - last >= 40ms) ++long_gaps;
-        last = now;
-    }
-    CHECK(w.drain_wakeups() - w0 <= static_cast<std::uint64_t>(long_gaps));
-    if (long_gaps == 0) CHECK(w.drain_wakeups() == w0);
+    // 1,000 records, one every 100 us; then idle spells of 120 ms (longer than any park
+    // threshold the drain ever had), each ended by one record; then a burst of 500 records
+    // with no pause (more than a quarter of the queue, once a wake-up's trigger).
+    allocations_in_submits(w, 0, 1000, 100us, refused);
     REQUIRE(wait_until([&] { return w.stats().written == 1000; }));
     for (int round = 0; round < 3; ++round) {
-        REQUIRE(wait_until([&] { return w.drain_parked(); }));
-        const std::uint64_t before = w.drain_wakeups();
+        std::this_thread::sleep_for(120ms);  // the idle spell itself, not a wait for an event
+        CHECK_FALSE(w.drain_parked());
         allocations_in_submits(w, 1000 + round, 1, 0us, refused);
-        // Written without a flush, soon after the one wake-up it took.
+        // Written without a flush, within idle_poll and a batch's time.
         const auto t0 = std::chrono::steady_clock::now();
         REQUIRE(wait_until([&] { return w.stats().written == 1001u + round; }));
         CHECK(std::chrono::steady_clock::now() - t0 < 2s);
-        CHECK(w.drain_wakeups() - before == 1);
     }
+    allocations_in_submits(w, 1003, 500, 0us, refused);
+    REQUIRE(wait_until([&] { return w.stats().written == 1503; }));
+    CHECK(w.drain_wakeups() == 0);
     CHECK(refused == 0);
     const auto report = close(w);
-    CHECK(report.stats.written == 1003);
+    CHECK(report.stats.written == 1503);
+    CHECK(count_lines(w.file_path()) == 1503);
+
+    // idle_poll 0: the drain parks at once, and the first submit after takes the wake-up.
+    auto o = h.options();
+    o.idle_poll = std::chrono::microseconds(0);
+    TestWriter p(h.executor(), o);
+    h.start(p);
+    for (int round = 0; round < 3; ++round) {
+        REQUIRE(wait_until([&] { return p.drain_parked(); }));
+        const std::uint64_t before = p.drain_wakeups();
+        allocations_in_submits(p, round, 1, 0us, refused);
+        REQUIRE(wait_until([&] { return p.stats().written == 1u + round; }));
+        CHECK(p.drain_wakeups() - before == 1);
+    }
+    CHECK(p.drain_wakeups() == 3);
+    CHECK(close(p).stats.written == 3);
 }
 
 TEST_CASE("a burst of submits into a large fresh writer takes no page fault and no allocation on the producer's thread",

@@ -81,6 +81,7 @@ TEST_CASE("WriterOptions defaults are the documented ones", "[unit][options]")
     CHECK(!o.io_executor.has_value());
     CHECK(o.file_io == nullptr);
     CHECK(o.idle_poll == std::chrono::microseconds(1000));
+    CHECK(o.idle_poll_max == std::chrono::microseconds(8000));
 
     // An aggregate: designated initializers in declaration order.
     const jsonlw::WriterOptions d{

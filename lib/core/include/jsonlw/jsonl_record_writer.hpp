@@ -185,13 +185,13 @@ public:
     }
 
     WriterStats stats() const noexcept { return core_->stats(); }
-    // Whether the drain is parked: idle past its polling (idle_poll), so the next submit()
-    // posts it a wake-up. For monitoring and tests; any thread.
+    // Whether the drain is parked (only with idle_poll 0: it polls otherwise), so the next
+    // submit() posts it a wake-up. For monitoring and tests; any thread.
     bool drain_parked() const noexcept { return core_->drain_parked(); }
-    // How many times a submit() woke the drain (a parked one, or a polling one that found a
-    // quarter of the queue, at most a batch, waiting): each wake-up is a post to your
-    // executor — its lock, maybe a system call — on the submitting thread. A producer at a
-    // steady rate below that takes none. For monitoring and tests; any thread.
+    // How many times a submit() woke the drain: each wake-up is a post to your executor —
+    // its lock, maybe a system call — on the submitting thread. Only with idle_poll 0 (a
+    // parked drain, or one lingering for a batch); a polling drain is never woken, so this
+    // stays 0. For monitoring and tests; any thread.
     std::uint64_t drain_wakeups() const noexcept { return core_->drain_wakeups(); }
     // The default layout's file (empty before start(), or when inert or disabled). With an
     // open suffix or rotation: the final name of the first file (see files()).
@@ -312,7 +312,8 @@ private:
     {
         switch (p) {
         case Ring::Push::ok:
-            // The drain parked (or lingers for a batch): wake it. One load when it is awake.
+            // The drain parked (or lingers for a batch; idle_poll 0 only): wake it. One load
+            // while it is awake or polling.
             if (const std::uint8_t seen = doorbell_.load(std::memory_order_seq_cst)) [[unlikely]]
                 core_->wake_drain(seen, pos);
             return SubmitResult::accepted;

@@ -67,13 +67,18 @@ struct WriterOptions {
     // Permission bits of the files the writer creates (default 0640: owner read-write, group
     // read, others nothing), before the process umask is applied. Existing files keep theirs.
     mode_t file_mode = 0640;
-    // How often the drain looks at an empty queue before it parks (default 1 ms; a soft
-    // park). For 50 ms after the queue emptied the drain checks it every idle_poll, so a
-    // producer at a steady rate never has to wake it: submit() posts a wake-up only to a
-    // drain parked after 50 ms without records, or when a quarter of the queue (at most
-    // batch_records) is waiting. A record may wait up to idle_poll for the drain.
-    // 0: park at once (the first submit after the queue emptied posts a wake-up).
+    // How often the drain looks at an empty queue (default 1 ms). The drain polls: a producer
+    // never wakes it, so submit() takes no lock and makes no system call however long the
+    // writer was idle (docs/queue.md). After 50 ms without a record each quiet look doubles
+    // the interval, up to idle_poll_max. A record waits for the drain at most idle_poll while
+    // records keep coming, at most idle_poll_max after an idle spell.
+    // 0: park at once instead — no idle CPU, but the first submit after the queue emptied
+    // posts a wake-up to your executor (its lock, maybe a system call), and so does a full
+    // batch while the drain lingers for flush_interval.
     std::chrono::microseconds idle_poll{1000};
+    // The longest an idle drain sleeps between two looks at the queue (default 8 ms): what an
+    // idle writer costs (about 125 looks a second) against how soon it sees a record.
+    std::chrono::microseconds idle_poll_max{8000};
 
     // --- Files for shippers and loaders (docs/shipping.md) ---
     // The default layout's file over time: rotate_bytes, rotate_interval, open_suffix and

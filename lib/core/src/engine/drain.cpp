@@ -1,4 +1,4 @@
-// Drain (see drain.hpp): the coroutine on the strand, its idle polls and parks, its linger,
+// Drain (see drain.hpp): the coroutine on the strand, its idle polls (or parks), its linger,
 // its hops to the I/O thread and what it has done there (a step of units, the final close,
 // fsyncs, the sink's reopen and tick); and the wake-up a producer's submit() posts to it.
 #include "drain.hpp"
@@ -25,8 +25,9 @@ namespace {
 // flushes): bounds flush latency without a hop per batch under load.
 constexpr int units_per_hop = 16;
 
-// How long the drain keeps polling an empty queue (every idle_poll) before it parks.
-constexpr std::chrono::milliseconds park_after{50};
+// How long the drain polls an empty queue every idle_poll before it backs off towards
+// idle_poll_max.
+constexpr std::chrono::milliseconds backoff_after{50};
 
 constexpr std::uint8_t awake = 0, parked = 1, lingering = 2;  // WriterCore's doorbell
 
@@ -55,9 +56,7 @@ Drain::Drain(WriterCore& core, Strand& strand)
       strand_(strand),
       opts_(core.opts_),
       doorbell_(core.wake_state_),
-      timer_(strand),
-      poll_wake_records_(std::clamp<std::uint64_t>(core.opts_.queue_capacity / 4, 1,
-                                                   std::max<std::size_t>(core.opts_.batch_records, 1)))
+      timer_(strand)
 {
     // A wake-up posted straight to an io_context's executor can use the writer's own
     // memory; through the type-erased executor Asio allocates (twice) off its threads.
@@ -68,12 +67,6 @@ void Drain::start()
 {
     running_.store(true, std::memory_order_release);
     asio::co_spawn(strand_, run(core_.shared_from_this()), asio::detached);
-}
-
-void Drain::ring(std::uint8_t state) noexcept
-{
-    if (doorbell_.load(std::memory_order_relaxed) != state)
-        doorbell_.store(state, std::memory_order_seq_cst);
 }
 
 // co_await on_io(task): runs the task on the I/O thread and resumes on the strand. The
@@ -137,27 +130,30 @@ void Drain::step_io() noexcept
 asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
 {
     WriterCore::Impl& d = *core_.impl_;
-    // For up to park_after, look again every idle_poll (a soft park: a producer wakes the
-    // drain only once poll_wake_records are waiting); then park until a submit, a flush, a
-    // close — or a due fsync or sink tick.
+    // Polling (idle_poll > 0): look again every idle_poll; after backoff_after without a
+    // record, each quiet look doubles the interval, up to idle_poll_max. The doorbell stays
+    // `awake`, so a producer never wakes the drain and a poll writes nothing a producer
+    // reads. Parking (idle_poll 0): sleep until a submit, a flush, a close. Either way, at
+    // most until a due fsync or sink tick.
     const auto now = clock::now();
-    if (!empty_since_) empty_since_ = now;
-    const auto empty_for = now - *empty_since_;
+    if (!empty_since_) {
+        empty_since_ = now;
+        poll_interval_ = opts_.idle_poll;
+    } else if (now - *empty_since_ >= backoff_after) {
+        poll_interval_ = std::min<clock::duration>(
+            2 * poll_interval_, std::max<clock::duration>(opts_.idle_poll, opts_.idle_poll_max));
+    }
     auto wait = clock::duration::max();
     if (fsync_due_) wait = std::max(clock::duration::zero(), *fsync_due_ - now);
     if (tick_due_)
         wait = std::min<clock::duration>(wait, std::max(clock::duration::zero(), *tick_due_ - now));
-    const bool poll = opts_.idle_poll.count() > 0 && empty_for < park_after;
+    const bool poll = polling();
     if (poll) {
-        wait = std::min<clock::duration>(wait, opts_.idle_poll);
-        const std::uint64_t at = consumed + poll_wake_records_;
-        if (wake_at_.load(std::memory_order_relaxed) != at)
-            wake_at_.store(at, std::memory_order_relaxed);
-    }
-    // Idle polls write nothing producers read (their submit() then hits its cache); a state
-    // still set from the last poll counts as stored.
-    ring(poll ? lingering : parked);
-    {
+        wait = std::min(wait, poll_interval_);
+    } else {
+        doorbell_.store(parked, std::memory_order_seq_cst);
+        // A producer that pushed before the store saw the drain awake and posted nothing:
+        // look again after it.
         WriterCore::Impl::Guard g(d);
         if (!g) co_return false;
         if (core_.ring_->claimed() != consumed) {
@@ -169,9 +165,7 @@ asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
     if (wait == clock::duration::max()) timer_.expires_at(clock::time_point::max());
     else timer_.expires_after(wait);
     co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    // After a quiet poll the state stays `lingering` for the next one; records found next
-    // set it to awake, before the batch.
-    if (ec || !poll) doorbell_.store(awake, std::memory_order_seq_cst);
+    if (!poll) doorbell_.store(awake, std::memory_order_seq_cst);
     if (!ec && fsync_due_ && clock::now() >= *fsync_due_) {
         co_await on_io(IoTask::sync);
         fsync_due_.reset();
@@ -186,20 +180,39 @@ asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
 asio::awaitable<bool> Drain::linger(std::uint64_t consumed)
 {
     WriterCore::Impl& d = *core_.impl_;
+    const auto until = clock::now() + opts_.flush_interval;
+    const auto filled = [&] {
+        return core_.ring_->claimed() - consumed >= opts_.batch_records;
+    };
+    if (polling()) {
+        // Look every idle_poll whether the batch filled; no producer wakes the drain.
+        for (;;) {
+            {
+                WriterCore::Impl::Guard g(d);
+                if (!g) co_return false;
+                if (filled() || d.waiters.flushing() || closing_) co_return true;
+            }
+            const auto now = clock::now();
+            if (now >= until) co_return true;
+            boost::system::error_code ec;
+            timer_.expires_after(std::min<clock::duration>(until - now, opts_.idle_poll));
+            co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+    }
     wake_at_.store(consumed + opts_.batch_records, std::memory_order_relaxed);
     doorbell_.store(lingering, std::memory_order_seq_cst);
     // The batch may have filled between the caller's count and the store: a producer that
     // pushed then saw the drain awake and posted nothing, so look again after the store (as
     // the park does) instead of waiting the whole interval for it.
-    bool filled = false;
+    bool full = false;
     {
         WriterCore::Impl::Guard g(d);
         if (!g) co_return false;
-        filled = core_.ring_->claimed() - consumed >= opts_.batch_records;
+        full = filled();
     }
-    if (!filled) {
+    if (!full) {
         boost::system::error_code ec;
-        timer_.expires_after(opts_.flush_interval);
+        timer_.expires_at(until);
         co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     doorbell_.store(awake, std::memory_order_seq_cst);
@@ -238,7 +251,6 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
             continue;
         }
         empty_since_.reset();
-        ring(awake);
         if (opts_.flush_interval.count() > 0 && !closing_ && !d.waiters.flushing() &&
             claimed - consumed < opts_.batch_records) {
             if (!co_await linger(consumed)) break;
@@ -270,8 +282,7 @@ void Drain::post_wake() noexcept
 
 void Drain::notify(std::uint8_t seen, std::uint64_t pos) noexcept
 {
-    // Lingering or polling: only enough waiting records (a full batch; while polling, at
-    // most a quarter of the queue) cut it short.
+    // Lingering (idle_poll 0): only a full batch cuts it short.
     if (seen == lingering && pos + 1 < wake_at_.load(std::memory_order_relaxed)) return;
     std::uint8_t expected = seen;
     if (!doorbell_.compare_exchange_strong(expected, awake, std::memory_order_acq_rel)) return;

@@ -1,12 +1,13 @@
 // Drain: the writer's drain — one coroutine per writer on a strand of the user's executor
-// (started by WriterCore::start()) that parks when the queue is empty, polls or lingers for a
-// short batch, hops to the I/O thread for each step (and for fsyncs, sink ticks, a reopen,
-// the final close) and completes flushes; and the wake-up a producer's submit() posts to it.
+// (started by WriterCore::start()) that polls an empty queue (every idle_poll, backing off to
+// idle_poll_max; with idle_poll 0 it parks instead), lingers for a short batch, hops to the I/O thread for each step (and
+// for fsyncs, sink ticks, a reopen, the final close) and completes flushes; and the wake-up a
+// producer's submit() posts to it when it parked.
 // Owned by WriterCore::Impl. run() and everything but the marked functions run on the
 // strand; notify() and request_yield() on any thread; yield_requested() on the I/O thread.
-// Owns its state: the timer it parks on, the wake-up's memory, the claim position from which
-// a submit wakes it, when it found the queue empty, the fsync and sink tick it owes, whether
-// close has begun. The one piece producers read, the doorbell (awake, parked, lingering), is
+// Owns its state: the timer it waits on, the wake-up's memory, the claim position from which
+// a submit wakes it, since when the queue is empty and the idle poll's interval, the fsync
+// and sink tick it owes, whether close has begun. The one piece producers read, the doorbell (awake, parked, lingering), is
 // WriterCore's, so that submit() reads it inline.
 #pragma once
 
@@ -92,13 +93,16 @@ private:
     // The I/O thread: a task; a step of units.
     void run_io(IoTask task) noexcept;
     void step_io() noexcept;
-    // The strand, at an empty queue: polls (idle_poll) or parks until a submit, a flush, a
-    // close, a due fsync or a due sink tick. Returns false when the writer is gone.
-    boost::asio::awaitable<bool> idle(std::uint64_t consumed);
-    // The strand, with fewer than a batch waiting: give it up to flush_interval to fill.
+    // Whether the drain polls (idle_poll > 0: producers never wake it) or parks (idle_poll 0:
+    // the first submit after it parked, or a full batch while it lingers, posts a wake-up).
+    bool polling() const noexcept { return opts_.idle_poll.count() > 0; }
+    // The strand, at an empty queue: waits its poll interval (polling), or parks until a
+    // submit, a flush or a close; either way at most until a due fsync or sink tick.
     // Returns false when the writer is gone.
+    boost::asio::awaitable<bool> idle(std::uint64_t consumed);
+    // The strand, with fewer than a batch waiting: give it up to flush_interval to fill
+    // (polling: looking every idle_poll). Returns false when the writer is gone.
     boost::asio::awaitable<bool> linger(std::uint64_t consumed);
-    void ring(std::uint8_t state) noexcept;
 
     WriterCore& core_;
     Strand& strand_;
@@ -107,17 +111,16 @@ private:
     std::optional<boost::asio::io_context::executor_type> loop_ex_;  // when it is an io_context's
     WakeArena arena_;
     boost::asio::steady_timer timer_;  // the drain parks (or lingers) on it
-    // Records waiting that cut a poll short: a quarter of the queue, at most a batch.
-    const std::uint64_t poll_wake_records_;
     std::atomic<bool> running_{false};
     std::atomic<bool> yield_hop_{false};
-    // Lingering or polling: the claim position from which a submit wakes the drain.
+    // Lingering (idle_poll 0): the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at_{0};
     std::atomic<std::uint64_t> producer_wakeups_{0};  // one per park at most: never hot
 
     // The strand's own.
     bool closing_ = false;
-    std::optional<clock::time_point> empty_since_;  // when the drain first found the queue empty
+    std::optional<clock::time_point> empty_since_;  // when the drain found the queue empty
+    clock::duration poll_interval_{};               // the idle poll's current interval
     std::optional<clock::time_point> fsync_due_;    // Durability::fsync_interval's next fsync
     std::optional<clock::time_point> tick_due_;     // the sink's next tick()
     // Written by an I/O task, read on the strand after its completion (the hop orders them).

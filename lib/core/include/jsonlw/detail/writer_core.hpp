@@ -114,8 +114,9 @@ public:
     WriterStats stats() const noexcept;
 
     // --- submit side (any thread) ---
-    // The drain's doorbell: 0 while it is awake. A producer reads it after each push and,
-    // when it is not 0, calls wake_drain() with what it read (drain.cpp).
+    // The drain's doorbell: 0 while it is awake or polling. A producer reads it after each
+    // push and, when it is not 0 (idle_poll 0: parked or lingering), calls wake_drain() with
+    // what it read (drain.cpp).
     const std::atomic<std::uint8_t>& doorbell() const noexcept { return wake_state_; }
     void wake_drain(std::uint8_t seen, std::uint64_t pos) noexcept;
     // After a successful push at position `pos`: wake the drain if it parked.
