@@ -185,7 +185,8 @@ asio::awaitable<bool> Drain::linger(std::uint64_t consumed)
         return core_.ring_->claimed() - consumed >= opts_.batch_records;
     };
     if (polling()) {
-        // Look every idle_poll whether the batch filled; no producer wakes the drain.
+        // Look every idle_poll whether the batch filled; no producer wakes the drain. A
+        // wake() (a flush, a close, a reopen) ends the linger, as it ends a parked one.
         for (;;) {
             {
                 WriterCore::Impl::Guard g(d);
@@ -197,6 +198,7 @@ asio::awaitable<bool> Drain::linger(std::uint64_t consumed)
             boost::system::error_code ec;
             timer_.expires_after(std::min<clock::duration>(until - now, opts_.idle_poll));
             co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) co_return true;
         }
     }
     wake_at_.store(consumed + opts_.batch_records, std::memory_order_relaxed);
