@@ -1,5 +1,6 @@
 // How the drain is woken: a producer never has to wake it — the drain polls an empty queue every
-// idle_poll — so submit() posts nothing and allocates nothing; with idle_poll 0 the drain parks,
+// idle_poll — so submit() posts nothing and allocates nothing, but in a burst that fills a
+// quarter of the queue while the drain sleeps; with idle_poll 0 the drain parks,
 // and the wake-up the first submit after then posts allocates nothing on the producer's thread
 // either when the executor is an io_context's; and RawJsonWriter's
 // submit(std::string_view) copies a line into its queue cell without allocating. The test links
@@ -141,16 +142,20 @@ TEST_CASE("RawJsonWriter: submit(std::string_view) copies a line of up to 456 B 
     CHECK(read_lines(w.file_path()) == expected);
 }
 
-TEST_CASE("wake-ups taken by producers: none while the drain polls — at a steady rate, after idle spells, in a burst; with idle_poll 0 exactly one per park",
+TEST_CASE("wake-ups taken by producers: none while the drain polls — at a steady rate, after idle spells, in a burst under a quarter of the queue; a larger burst takes a few; with idle_poll 0 exactly one per park",
           "[integration][writer][wakeup]")
 {
     Harness h;
-    TestWriter w(h.executor(), h.options());  // idle_poll 1 ms: the drain polls, never parks
+    // idle_poll 1 ms: the drain polls, never parks. A queue of 2^16: a burst's wake-up needs
+    // 16,384 waiting, which no stall of the drain on a loaded machine reaches here.
+    auto wo = h.options();
+    wo.queue_capacity = std::size_t{1} << 16;
+    TestWriter w(h.executor(), wo);
     h.start(w);
     int refused = 0;
     // 1,000 records, one every 100 us; then idle spells of 120 ms (longer than any park
-    // threshold the drain ever had), each ended by one record; then a burst of 500 records
-    // with no pause (more than a quarter of the queue, once a wake-up's trigger).
+    // threshold the drain ever had), each ended by one record; then a burst of 200 records
+    // with no pause.
     allocations_in_submits(w, 0, 1000, 100us, refused);
     REQUIRE(wait_until([&] { return w.stats().written == 1000; }));
     for (int round = 0; round < 3; ++round) {
@@ -162,13 +167,36 @@ TEST_CASE("wake-ups taken by producers: none while the drain polls — at a stea
         REQUIRE(wait_until([&] { return w.stats().written == 1001u + round; }));
         CHECK(std::chrono::steady_clock::now() - t0 < 2s);
     }
-    allocations_in_submits(w, 1003, 500, 0us, refused);
-    REQUIRE(wait_until([&] { return w.stats().written == 1503; }));
+    allocations_in_submits(w, 1003, 200, 0us, refused);
+    REQUIRE(wait_until([&] { return w.stats().written == 1203; }));
     CHECK(w.drain_wakeups() == 0);
     CHECK(refused == 0);
     const auto report = close(w);
-    CHECK(report.stats.written == 1503);
-    CHECK(count_lines(w.file_path()) == 1503);
+    CHECK(report.stats.written == 1203);
+    CHECK(count_lines(w.file_path()) == 1203);
+
+    // A burst that fills a quarter of the queue while the drain sleeps (idle_poll 50 ms, so
+    // it does not look during the burst): one push in 512 (an eighth of 4,096) reads how far
+    // the drain is behind, and once 1,024 wait it posts a wake-up — once until the drain
+    // runs, so at most one per look for the whole burst of 2,000; nothing is dropped.
+    {
+        auto o = h.options();
+        o.queue_capacity = 4096;
+        o.idle_poll = std::chrono::milliseconds(50);
+        TestWriter b(h.executor(), o);
+        h.start(b);
+        allocations_in_submits(b, 0, 900, 0us, refused);  // under a quarter: no wake-up
+        REQUIRE(wait_until([&] { return b.stats().written == 900; }));
+        CHECK(b.drain_wakeups() == 0);
+        allocations_in_submits(b, 900, 2000, 0us, refused);
+        REQUIRE(wait_until([&] { return b.stats().written == 2900; }));
+        CHECK(b.drain_wakeups() >= 1);
+        CHECK(b.drain_wakeups() <= 2000 / 512);
+        CHECK(refused == 0);
+        const auto burst = close(b);
+        CHECK(burst.stats.written == 2900);
+        CHECK(burst.stats.dropped.total() == 0);
+    }
 
     // idle_poll 0: the drain parks at once, and the first submit after takes the wake-up.
     auto o = h.options();

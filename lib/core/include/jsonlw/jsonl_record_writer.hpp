@@ -106,7 +106,8 @@ public:
         if (!core_->accepting()) [[unlikely]]
             return refused();
         std::uint64_t pos = 0;  // set by a push that went in
-        if (const auto r = pushed(ring_.try_push(rec, pos), pos)) return *r;
+        const auto p = ring_.try_push(rec, pos);  // sets pos: read it after the push
+        if (const auto r = pushed(p, pos)) return *r;
         return detail::FullQueue<Record>::submit(*core_, ring_, rec);
     }
 
@@ -121,7 +122,8 @@ public:
             return refused();
         std::uint64_t pos = 0;  // set by a push that went in
         const auto make = [&](void* at) noexcept { ::new (at) Record(std::forward<Args>(args)...); };
-        if (const auto r = pushed(ring_.try_push_with(make, pos), pos)) return *r;
+        const auto p = ring_.try_push_with(make, pos);  // sets pos: read it after the push
+        if (const auto r = pushed(p, pos)) return *r;
         Record rec(std::forward<Args>(args)...);
         return detail::FullQueue<Record>::submit(*core_, ring_, rec);
     }
@@ -189,9 +191,10 @@ public:
     // submit() posts it a wake-up. For monitoring and tests; any thread.
     bool drain_parked() const noexcept { return core_->drain_parked(); }
     // How many times a submit() woke the drain: each wake-up is a post to your executor —
-    // its lock, maybe a system call — on the submitting thread. Only with idle_poll 0 (a
-    // parked drain, or one lingering for a batch); a polling drain is never woken, so this
-    // stays 0. For monitoring and tests; any thread.
+    // its lock, maybe a system call — on the submitting thread. A polling drain is woken
+    // only by a burst (a quarter of the queue waiting before its next look; once until it
+    // runs); with idle_poll 0, also after each park and by a full batch while it lingers.
+    // For monitoring and tests; any thread.
     std::uint64_t drain_wakeups() const noexcept { return core_->drain_wakeups(); }
     // The default layout's file (empty before start(), or when inert or disabled). With an
     // open suffix or rotation: the final name of the first file (see files()).
@@ -316,6 +319,9 @@ private:
             // while it is awake or polling.
             if (const std::uint8_t seen = doorbell_.load(std::memory_order_seq_cst)) [[unlikely]]
                 core_->wake_drain(seen, pos);
+            // One push in burst_stride: is a burst filling the queue while the drain sleeps?
+            else if ((pos & burst_mask_) == 0) [[unlikely]]
+                core_->check_burst(pos);
             return SubmitResult::accepted;
         case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
         case Ring::Push::full: break;
@@ -333,6 +339,7 @@ private:
 
     std::shared_ptr<detail::WriterCore> core_;
     const std::atomic<std::uint8_t>& doorbell_ = core_->doorbell();  // the drain's, in core_
+    const std::uint64_t burst_mask_ = core_->burst_mask();           // burst_stride - 1
     Ring ring_;                            // the queue: producers push, the I/O thread pops
     detail::RecordEngine<Record> engine_;  // the I/O thread's side: the unit, serialization
 };

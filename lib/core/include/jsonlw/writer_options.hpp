@@ -67,11 +67,12 @@ struct WriterOptions {
     // Permission bits of the files the writer creates (default 0640: owner read-write, group
     // read, others nothing), before the process umask is applied. Existing files keep theirs.
     mode_t file_mode = 0640;
-    // How often the drain looks at an empty queue (default 1 ms). The drain polls: a producer
-    // never wakes it, so submit() takes no lock and makes no system call however long the
-    // writer was idle (docs/queue.md). After 50 ms without a record each quiet look doubles
-    // the interval, up to idle_poll_max. A record waits for the drain at most idle_poll while
-    // records keep coming, at most idle_poll_max after an idle spell.
+    // How often the drain looks at an empty queue (default 1 ms). The drain polls: submit()
+    // takes no lock and makes no system call however long the writer was idle — but in a
+    // burst, when a quarter of the queue waits before the drain's next look: then one
+    // submit() posts it a wake-up (docs/queue.md). After 50 ms without a record each quiet
+    // look doubles the interval, up to idle_poll_max. A record waits for the drain at most
+    // idle_poll while records keep coming, at most idle_poll_max after an idle spell.
     // 0: park at once instead — no idle CPU, but the first submit after the queue emptied
     // posts a wake-up to your executor (its lock, maybe a system call), and so does a full
     // batch while the drain lingers for flush_interval.

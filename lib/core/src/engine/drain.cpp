@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <bit>
 
 namespace jsonlw::detail {
 
@@ -191,7 +192,9 @@ asio::awaitable<bool> Drain::linger(std::uint64_t consumed)
             {
                 WriterCore::Impl::Guard g(d);
                 if (!g) co_return false;
-                if (filled() || d.waiters.flushing() || closing_) co_return true;
+                // What a wake() before the wait below would have asked for is seen here.
+                if (filled() || d.waiters.flushing() || closing_ || d.sinks.reopen_requested())
+                    co_return true;
             }
             const auto now = clock::now();
             if (now >= until) co_return true;
@@ -226,6 +229,7 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
     WriterCore::Impl& d = *keep->impl_;
     for (;;) {
         if (d.handoff.abandoned() || d.waiters.finished()) break;
+        burst_woken_.store(false, std::memory_order_release);  // the next burst may wake it
         std::uint64_t claimed = 0, consumed = 0;
         {
             WriterCore::Impl::Guard g(d);
@@ -293,9 +297,29 @@ void Drain::notify(std::uint8_t seen, std::uint64_t pos) noexcept
     post_wake();
 }
 
+void Drain::notify_burst(std::uint64_t pos) noexcept
+{
+    if (!polling()) return;  // parked or lingering (idle_poll 0): the doorbell wakes it
+    const std::uint64_t waiting = pos + 1 - core_.ring_->consumed();
+    if (waiting < std::max<std::uint64_t>(1, opts_.queue_capacity / 4)) return;
+    if (burst_woken_.exchange(true, std::memory_order_acq_rel)) return;
+    producer_wakeups_.fetch_add(1, std::memory_order_relaxed);
+    post_wake();
+}
+
 void WriterCore::wake_drain(std::uint8_t seen, std::uint64_t pos) noexcept
 {
     impl_->drain.notify(seen, pos);
+}
+
+void WriterCore::check_burst(std::uint64_t pos) noexcept { impl_->drain.notify_burst(pos); }
+
+std::uint64_t WriterCore::burst_mask() const noexcept
+{
+    // The largest power of two no more than an eighth of the queue (at least 1): a burst is
+    // seen by the time 3/8 of the queue waits, and one push in that many reads the head.
+    const std::uint64_t eighth = std::max<std::uint64_t>(1, opts_.queue_capacity / 8);
+    return (std::uint64_t{1} << (63 - std::countl_zero(eighth))) - 1;
 }
 
 std::uint64_t WriterCore::drain_wakeups() const noexcept

@@ -67,7 +67,10 @@ public:
     // Any thread, after a push at `pos` found the doorbell `seen` (not awake): posts one
     // wake-up per park — while polling or lingering, only once enough records wait.
     void notify(std::uint8_t seen, std::uint64_t pos) noexcept;
-    // Wake-ups producers posted so far (notify()'s posts). Any thread.
+    // Any thread, from one push in burst_stride at position `pos`: while the drain polls,
+    // posts one wake-up when a quarter of the queue waits (once until the drain runs again).
+    void notify_burst(std::uint64_t pos) noexcept;
+    // Wake-ups producers posted so far (notify()'s and notify_burst()'s posts). Any thread.
     std::uint64_t producer_wakeups() const noexcept
     {
         return producer_wakeups_.load(std::memory_order_relaxed);
@@ -116,6 +119,8 @@ private:
     // Lingering (idle_poll 0): the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at_{0};
     std::atomic<std::uint64_t> producer_wakeups_{0};  // one per park at most: never hot
+    // A burst's wake-up is posted and the drain has not run since: no second one.
+    std::atomic<bool> burst_woken_{false};
 
     // The strand's own.
     bool closing_ = false;

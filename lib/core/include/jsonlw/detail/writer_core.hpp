@@ -119,6 +119,12 @@ public:
     // what it read (drain.cpp).
     const std::atomic<std::uint8_t>& doorbell() const noexcept { return wake_state_; }
     void wake_drain(std::uint8_t seen, std::uint64_t pos) noexcept;
+    // A polling drain is never woken but by a burst: one push in burst_stride (a power of
+    // two, about an eighth of the queue) calls check_burst(), which reads how far the drain
+    // is behind and, when a quarter of the queue waits, posts one wake-up (drain.cpp).
+    // burst_mask() is burst_stride - 1.
+    std::uint64_t burst_mask() const noexcept;
+    void check_burst(std::uint64_t pos) noexcept;
     // After a successful push at position `pos`: wake the drain if it parked.
     void after_push(std::uint64_t pos) noexcept
     {
