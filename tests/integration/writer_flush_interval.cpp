@@ -12,14 +12,32 @@
 using namespace jsonlw_test;
 using jsonlw::SubmitResult;
 
+namespace {
+
+// A flush_interval of an hour and batches of 4: a record under a batch waits for the hour.
+jsonlw::WriterOptions hour_interval(const Harness& h)
+{
+    auto o = h.options();
+    o.flush_interval = std::chrono::hours(1);
+    o.batch_records = 4;
+    return o;
+}
+
+// Closes `w`: everything resolved in time, exactly `n` records written.
+void check_closed(TestWriter& w, std::uint64_t n)
+{
+    const auto report = close(w);
+    CHECK(report.drained);
+    CHECK(report.stats.written == n);
+}
+
+}  // namespace
+
 TEST_CASE("with a long flush_interval, a full batch is written at once, and flush and close do not wait for the interval",
           "[integration][writer][flush]")
 {
     Harness h;
-    auto o = h.options();
-    o.flush_interval = std::chrono::hours(1);
-    o.batch_records = 4;
-    TestWriter w(h.executor(), o);
+    TestWriter w(h.executor(), hour_interval(h));
     h.start(w);
     for (int i = 0; i < 4; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     CHECK(wait_until([&] { return count_lines(w.file_path()) == 4; }));
@@ -27,9 +45,7 @@ TEST_CASE("with a long flush_interval, a full batch is written at once, and flus
     flush(w);
     CHECK(count_lines(w.file_path()) == 5);
     REQUIRE(w.submit(rec(5)) == SubmitResult::accepted);
-    const auto report = close(w);
-    CHECK(report.drained);
-    CHECK(report.stats.written == 6);
+    check_closed(w, 6);
     CHECK(count_lines(w.file_path()) == 6);
 }
 
@@ -37,9 +53,7 @@ TEST_CASE("with a long flush_interval, a reopen asked for while the drain linger
           "[integration][writer][flush][reopen]")
 {
     Harness h;
-    auto o = h.options();
-    o.flush_interval = std::chrono::hours(1);
-    o.batch_records = 4;
+    auto o = hour_interval(h);
     o.rotation.open_suffix = ".open";
     TestWriter w(h.executor(), o);
     h.start(w);
@@ -55,9 +69,7 @@ TEST_CASE("with a long flush_interval, a reopen asked for while the drain linger
         lingering += static_cast<int>(w.stats().files_closed - closed_before);
     }
     INFO("rounds in which the reopen ended a linger: " << lingering);
-    const auto report = close(w);
-    CHECK(report.drained);
-    CHECK(report.stats.written == 8);
+    check_closed(w, 8);
     std::size_t lines = 0;
     for (const auto& f : files_ending(h.dir.path(), ".jsonl")) lines += read_lines(f).size();
     CHECK(lines == 8);
