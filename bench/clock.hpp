@@ -23,6 +23,9 @@ inline double seconds_since(SteadyClock::time_point t0) noexcept
 // CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): a one-thread loop's cost without
 // the time other processes on a shared machine took from it.
 double thread_cpu_seconds() noexcept;
+// CPU time of the whole process, every thread (CLOCK_PROCESS_CPUTIME_ID): what an idle
+// writer's threads cost over a spell in which nothing else runs.
+double process_cpu_seconds() noexcept;
 
 // loop(n) called twice: loop(64) to warm up (a parser's buffers, the line buffer), then
 // loop(iterations), whose thread CPU time is returned.

@@ -46,7 +46,9 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
   --h2load         serve-cost: also measure saturation with h2load as the client
   --cell TEXT      throughput: run only the cells whose name ("throughput <writer> <size>
                    x<producers>", as progress prints it) contains TEXT, e.g.
-                   --cell "RawJsonWriter 250 B"; the others are printed as skipped
+                   --cell "RawJsonWriter 250 B"; the others are printed as skipped.
+                   submit-tail: only the cells whose name contains TEXT (e.g. --cell
+                   floor, --cell "50.0 k/s"); "an idle writer" names its idle section
 
 The table goes to stdout, progress to stderr. Exit status 1 when a run failed a check
 (a line count, the counters); a missed goal is reported, not an error.

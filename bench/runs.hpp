@@ -7,6 +7,7 @@
 
 #include <jsonlw/snapshot/stage.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -134,6 +135,14 @@ IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds
 // ring of s.ring_bytes (touched before the first call) that a thread of its own polls,
 // sleeping 100 us when it finds it empty, and fwrite()s. No validation (bench/quill_style_runs.cpp).
 SubmitCostResult quill_style_submit_cost(const SubmitCostSpec& s);
+// The floor under jsonlw's submit(): the same push of the line into the same queue
+// (BoundedRing<RawJsonText> of s.queue_capacity), no writer around it, a consumer thread
+// popping every s.idle_poll_us and never reading the tail (bench/floor_runs.cpp); with
+// `appends`, it also writes the lines it popped to a file, one write() a look.
+SubmitCostResult ring_floor_submit_cost(const SubmitCostSpec& s, bool appends);
+// The least a drain polling every `every` costs an idle process: a bare Asio timer set again
+// from its handler on a bare io_context, for `seconds`; CPU seconds / wall seconds.
+double timer_floor_cpu_share(std::chrono::microseconds every, double seconds);
 SubmitCostResult fprintf_submit_cost(const SubmitCostSpec& s);
 SubmitCostResult spdlog_submit_cost(const SubmitCostSpec& s, SpdlogMode mode);
 

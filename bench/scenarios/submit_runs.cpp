@@ -6,8 +6,6 @@
 #include "writer_harness.hpp"
 #include "paced_calls.hpp"
 
-#include <sys/resource.h>
-
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 
@@ -139,12 +137,6 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
 IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds)
 {
     IdleCostResult r;
-    const auto process_cpu = [] {
-        rusage u{};
-        getrusage(RUSAGE_SELF, &u);
-        return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-               static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-    };
     const auto written = [](const jsonlw::RawJsonWriter& w, std::uint64_t n) {
         const auto t0 = SteadyClock::now();
         while (w.stats().written < n) {
@@ -167,10 +159,10 @@ IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds
         if (!written(w, 1)) r.problem = "the first record was not written in 10 s";
         // The spell: the drain polls every idle_poll (1 ms), after 50 ms backing off to
         // idle_poll_max (8 ms).
-        const double c0 = process_cpu();
+        const double c0 = process_cpu_seconds();
         const auto t0 = SteadyClock::now();
         std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-        r.cpu_share = (process_cpu() - c0) / seconds_since(t0);
+        r.cpu_share = (process_cpu_seconds() - c0) / seconds_since(t0);
         const auto s0 = SteadyClock::now();
         w.submit(std::string_view(R"({"idle":1})"));
         if (!written(w, 2) && r.problem.empty()) r.problem = "the record after the spell was not written in 10 s";

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 namespace bench {
 
@@ -21,6 +22,8 @@ struct Cell {
     std::string name;
     SubmitCostSpec spec;
     bool quill_style = false;
+    bool ring_floor = false;  // jsonlw's queue alone: no writer around the push
+    bool appends = false;     // ring_floor: its consumer also writes what it pops to a file
 };
 
 std::string capacity_label(std::size_t c)
@@ -53,16 +56,37 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                 cells.push_back(std::move(c));
             }
         }
+        // The ring alone at the two capacities whose memory differs in kind (0.5 MiB stays
+        // in the caches, 32 MiB does not), and at 1,024 with its consumer writing too.
+        for (auto [cap, appends] : {std::pair{std::size_t{1024}, false},
+                                    std::pair{std::size_t{1024}, true},
+                                    std::pair{std::size_t{1} << 16, false}}) {
+            Cell f{fmt::format("floor: jsonlw's ring alone, queue {} {}/s, other thread{}",
+                               capacity_label(cap), human(rate),
+                               appends ? ", its consumer appending" : ""),
+                   base};
+            f.spec.rate_per_s = rate;
+            f.spec.queue_capacity = cap;
+            f.ring_floor = true;
+            f.appends = appends;
+            cells.push_back(std::move(f));
+        }
         Cell q{fmt::format("Quill-style SPSC ring 128 KiB {}/s, other thread", human(rate)), base,
                true};
         q.spec.rate_per_s = rate;
         cells.push_back(std::move(q));
     }
+    // --cell TEXT: only the cells whose name contains it.
+    const auto chosen = [&cfg](const std::string& name) {
+        return cfg.cell_filter.empty() || name.find(cfg.cell_filter) != std::string::npos;
+    };
+    std::erase_if(cells, [&](const Cell& c) { return !chosen(c.name); });
     std::vector<Variant<SubmitCostResult>> variants;
     for (const Cell& c : cells)
         variants.push_back({c.name, [&c] {
-                                return c.quill_style ? quill_style_submit_cost(c.spec)
-                                                     : jsonlw_raw_submit_cost(c.spec);
+                                return c.quill_style  ? quill_style_submit_cost(c.spec)
+                                       : c.ring_floor ? ring_floor_submit_cost(c.spec, c.appends)
+                                                      : jsonlw_raw_submit_cost(c.spec);
                             }});
     auto results = alternate<SubmitCostResult>(
         cfg, "submit tail", variants, [](const SubmitCostResult& r) {
@@ -104,12 +128,13 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                      {"max", *std::max_element(maxes.begin(), maxes.end())},
                      {"faults/1k calls", calls ? 1000.0 * static_cast<double>(faults) / calls : 0},
                      {"calls/s", rate}};
-        if (!cells[v].quill_style)
+        const bool writer = !cells[v].quill_style && !cells[v].ring_floor;
+        if (writer)
             row.extra.insert(row.extra.end(), {{"start ms", quantile(starts, 0.5)},
                                                {"start MiB", quantile(rss, 0.5)}});
         if (refused) row.extra.emplace_back("refused", static_cast<double>(refused));
         row.problem = first_problem(results[v]);
-        if (!cells[v].quill_style) {
+        if (writer) {
             report.goals.push_back(make_goal(fmt::format("submit() p99.9, {}", cells[v].name),
                                              "<=", 1000, row.values.median(), "ns"));
             report.goals.push_back(make_goal(fmt::format("submit() p99, {}", cells[v].name),
@@ -120,12 +145,14 @@ void submit_tail_scenario(const Config& cfg, Report& report)
         }
         sec.rows.push_back(row);
     }
-    // Each jsonlw cell against the Quill-style ring at its rate (the last cell of each rate).
-    const std::size_t per_rate = cells.size() / 2;
+    // Each cell against the Quill-style ring at its rate.
     for (std::size_t v = 0; v < cells.size(); ++v) {
-        const std::size_t q = (v / per_rate) * per_rate + per_rate - 1;
-        if (v != q && !sec.rows[q].skipped && !sec.rows[v].skipped)
-            sec.rows[v].ratio = pair_ratios(sec.rows[v].values, sec.rows[q].values, false);
+        for (std::size_t q = 0; q < cells.size(); ++q) {
+            if (v != q && cells[q].quill_style && !cells[v].quill_style &&
+                cells[q].spec.rate_per_s == cells[v].spec.rate_per_s && !sec.rows[q].skipped &&
+                !sec.rows[v].skipped)
+                sec.rows[v].ratio = pair_ratios(sec.rows[v].values, sec.rows[q].values, false);
+        }
     }
     sec.notes.push_back(fmt::format(
         "every figure includes the clock's own cost: {:.0f} ns (median empty start/stop); "
@@ -144,9 +171,16 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                         "(bench/quill_style_runs.cpp); ratio on a jsonlw row: the Quill-style "
                         "p99.9 at the same rate over jsonlw's, pair by pair (above 1: jsonlw's "
                         "tail is shorter)");
+    sec.notes.push_back("floor: RawJsonWriter's push of the line into its queue cell with no "
+                        "writer around it (no state check, no doorbell, no burst check, no "
+                        "validation), a thread popping every 1 ms that never reads the tail "
+                        "(bench/floor_runs.cpp); \"its consumer appending\": that thread also "
+                        "copies the lines it popped into one buffer and write()s it to a file "
+                        "(the I/O thread's work without validation, hop or accounting)");
     report.sections.push_back(std::move(sec));
 
     // What the writer costs when nothing is submitted, and how soon it wakes for a record.
+    if (!chosen("an idle writer")) return;
     const double spell = cfg.quick ? 0.3 : 2.0;
     Section idle;
     idle.scenario = "submit-tail";
@@ -170,7 +204,15 @@ void submit_tail_scenario(const Config& cfg, Report& report)
     cpu.extra = {{"wake-ups producers posted, all runs", static_cast<double>(wakeups)}};
     report.goals.push_back(make_goal("idle writer: CPU of its threads", "<=", 1.0,
                                      cpu.values.median(), "% of a core"));
-    idle.rows = {cpu, wake};
+    // The floor: what looking at all costs here, whatever is looked at.
+    Row timer1{.variant = "  floor: a bare Asio timer every 1 ms on a bare loop", .unit = "% of a core"};
+    Row timer8{.variant = "  floor: the same every 8 ms (idle_poll_max)", .unit = "% of a core"};
+    timer1.higher_is_better = timer8.higher_is_better = false;
+    for (int i = 0; i < cfg.pairs; ++i) {
+        timer1.values.v.push_back(100 * timer_floor_cpu_share(std::chrono::milliseconds(1), spell));
+        timer8.values.v.push_back(100 * timer_floor_cpu_share(std::chrono::milliseconds(8), spell));
+    }
+    idle.rows = {cpu, wake, timer1, timer8};
     idle.notes.push_back("the process's CPU time (getrusage RUSAGE_SELF) over the spell, nothing "
                          "else running; written: stats().written polled every 50 us (included)");
     report.sections.push_back(std::move(idle));

@@ -1,0 +1,122 @@
+// The floors of the submit-tail scenario, measured in the same run as the writer: what
+// jsonlw's queue costs a paced caller with no writer around it, and what a drain that polls
+// every idle_poll costs an idle process at the least (a bare timer on a bare loop). They say
+// how much of a cell's figure is the writer's and how much this machine's
+// (docs/benchmarks.md, "What limits the cells that miss their goals").
+#include "clock.hpp"
+#include "line_pool.hpp"
+#include "paced_calls.hpp"
+#include "runs.hpp"
+
+#include <jsonlw/detail/bounded_ring.hpp>
+#include <jsonlw/raw_json_text.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace bench {
+
+SubmitCostResult ring_floor_submit_cost(const SubmitCostSpec& s, bool appends)
+{
+    using Ring = jsonlw::detail::BoundedRing<jsonlw::RawJsonText>;
+    SubmitCostResult r;
+    std::uint64_t popped = 0;
+    const auto path = s.dir / "ring-floor.jsonl";
+    const int fd = appends ? ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640) : -1;
+    if (appends && fd < 0) {
+        r.problem = fmt::format("open {}: {}", path.string(), std::strerror(errno));
+        return r;
+    }
+    {
+        Ring ring(s.queue_capacity);
+        std::atomic<bool> stop{false};
+        // Pops whatever is published every idle_poll; it reads the head and the cells, never
+        // the producers' tail. With `appends`, the lines popped in a look are copied into one
+        // buffer and written with one write(): the I/O thread's work without validation.
+        std::thread consumer([&] {
+            std::string batch;
+            for (;;) {
+                const bool last = stop.load(std::memory_order_acquire);
+                while (ring.try_pop_into([&](jsonlw::RawJsonText&& t) noexcept {
+                    ++popped;
+                    if (fd >= 0) {
+                        batch.append(t.view());
+                        batch.push_back('\n');
+                    }
+                })) {}
+                if (!batch.empty()) {
+                    if (::write(fd, batch.data(), batch.size()) != static_cast<ssize_t>(batch.size()))
+                        r.problem = "a short or failed write()";
+                    batch.clear();
+                }
+                if (last) break;
+                std::this_thread::sleep_for(std::chrono::microseconds(s.idle_poll_us));
+            }
+        });
+        PacedCalls paced(s, r);
+        while (paced.more())
+            paced.step([&](std::size_t i) {
+                return [&ring, &line = s.pool->at(i)] {
+                    // RawJsonWriter's submit(std::string_view) of a short line, without the
+                    // writer: the same push, the same cell, the text copied into it.
+                    std::uint64_t pos = 0;
+                    return ring.try_push_with(
+                               [&line](void* at) noexcept {
+                                   ::new (at) jsonlw::RawJsonText(
+                                       jsonlw::RawJsonText::fits_inline_t{}, line);
+                               },
+                               pos) == Ring::Push::ok;
+                };
+            });
+        paced.finish();
+        stop.store(true, std::memory_order_release);
+        consumer.join();
+    }
+    const std::uint64_t accepted = r.calls - r.refused;
+    if (popped != accepted && r.problem.empty())
+        r.problem = fmt::format("{} popped, {} pushed", popped, accepted);
+    if (fd >= 0) {
+        ::close(fd);
+        if (r.problem.empty())
+            r.problem = file_problem(check_file(path), accepted, accepted * s.pool->line_bytes);
+        empty_dir(s.dir);
+    }
+    return r;
+}
+
+double timer_floor_cpu_share(std::chrono::microseconds every, double seconds)
+{
+    boost::asio::io_context io;
+    boost::asio::steady_timer timer(io);
+    const auto end = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                              std::chrono::duration<double>(seconds));
+    // What a look at an empty queue cannot cost less than: the loop thread woken by its
+    // timer, the handler run, the timer set again.
+    std::function<void()> arm = [&] {
+        timer.expires_after(every);
+        timer.async_wait([&](const boost::system::error_code& ec) {
+            if (!ec && SteadyClock::now() < end) arm();
+        });
+    };
+    const double c0 = process_cpu_seconds();
+    const auto t0 = SteadyClock::now();
+    arm();
+    io.run();
+    return (process_cpu_seconds() - c0) / seconds_since(t0);
+}
+
+}  // namespace bench
