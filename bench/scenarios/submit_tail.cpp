@@ -213,7 +213,7 @@ void submit_tail_scenario(const Config& cfg, Report& report)
         timer8.values.v.push_back(100 * timer_floor_cpu_share(std::chrono::milliseconds(8), spell));
     }
     idle.rows = {cpu, wake, timer1, timer8};
-    idle.notes.push_back("the process's CPU time (getrusage RUSAGE_SELF) over the spell, nothing "
+    idle.notes.push_back("the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) over the spell, nothing "
                          "else running; written: stats().written polled every 50 us (included)");
     report.sections.push_back(std::move(idle));
 }
