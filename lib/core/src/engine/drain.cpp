@@ -300,8 +300,12 @@ void Drain::notify(std::uint8_t seen, std::uint64_t pos) noexcept
 void Drain::notify_burst(std::uint64_t pos) noexcept
 {
     if (!polling()) return;  // parked or lingering (idle_poll 0): the doorbell wakes it
-    const std::uint64_t waiting = pos + 1 - core_.ring_->consumed();
-    if (waiting < std::max<std::uint64_t>(1, opts_.queue_capacity / 4)) return;
+    // Another producer's later records may have been popped past this one's already (this
+    // thread was descheduled between its push and here): then nothing of it waits.
+    const std::uint64_t consumed = core_.ring_->consumed();
+    if (consumed > pos ||
+        pos + 1 - consumed < std::max<std::uint64_t>(1, opts_.queue_capacity / 4))
+        return;
     if (burst_woken_.exchange(true, std::memory_order_acq_rel)) return;
     producer_wakeups_.fetch_add(1, std::memory_order_relaxed);
     post_wake();
