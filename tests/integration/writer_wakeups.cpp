@@ -175,26 +175,30 @@ TEST_CASE("wake-ups taken by producers: none while the drain polls — at a stea
     CHECK(report.stats.written == 1203);
     CHECK(count_lines(w.file_path()) == 1203);
 
-    // A burst that fills a quarter of the queue while the drain sleeps (idle_poll 50 ms, so
-    // it does not look during the burst): one push in 512 (an eighth of 4,096) reads how far
-    // the drain is behind, and once 1,024 wait it posts a wake-up — once until the drain
-    // runs, so at most one per look for the whole burst of 2,000; nothing is dropped.
+    // A burst that fills a quarter of the queue while the drain sleeps. idle_poll 1 h: the
+    // drain never looks on its own while the test runs, so once the first 900 are flushed
+    // (a flush is not a producer's wake-up), the burst is written only if a producer wakes
+    // the drain. One push in 512 (an eighth of 4,096) reads how far the drain is behind,
+    // and once 1,024 wait it posts a wake-up — once until the drain runs, so at most one per
+    // 512 pushes; nothing is dropped.
     {
         auto o = h.options();
         o.queue_capacity = 4096;
-        o.idle_poll = std::chrono::milliseconds(50);
+        o.idle_poll = std::chrono::hours(1);
+        o.idle_poll_max = std::chrono::hours(1);
         TestWriter b(h.executor(), o);
         h.start(b);
         allocations_in_submits(b, 0, 900, 0us, refused);  // under a quarter: no wake-up
-        REQUIRE(wait_until([&] { return b.stats().written == 900; }));
+        flush(b);
+        CHECK(b.stats().written == 900);
         CHECK(b.drain_wakeups() == 0);
-        allocations_in_submits(b, 900, 2000, 0us, refused);
-        REQUIRE(wait_until([&] { return b.stats().written == 2900; }));
+        allocations_in_submits(b, 900, 3000, 0us, refused);
+        REQUIRE(wait_until([&] { return b.stats().written == 3900; }));
         CHECK(b.drain_wakeups() >= 1);
-        CHECK(b.drain_wakeups() <= 2000 / 512);
+        CHECK(b.drain_wakeups() <= 3000 / 512);
         CHECK(refused == 0);
         const auto burst = close(b);
-        CHECK(burst.stats.written == 2900);
+        CHECK(burst.stats.written == 3900);
         CHECK(burst.stats.dropped.total() == 0);
     }
 
