@@ -6,6 +6,8 @@
 #include "scenarios.hpp"
 #include "side_by_side.hpp"
 
+#include <jsonlw/writer_options.hpp>
+
 #include <fmt/format.h>
 
 #include <sys/wait.h>
@@ -81,7 +83,7 @@ constexpr double overload_constant_mib = 8;
 double rss_bound_mib(double start_kib, std::size_t capacity, std::size_t line_bytes)
 {
     constexpr double per_record_overhead = 64;  // ring cell (seq + std::string) + malloc header
-    constexpr double batch_records = 64;
+    const auto batch_records = static_cast<double>(jsonlw::WriterOptions{}.batch_records);
     const double record = static_cast<double>(line_bytes) + per_record_overhead;
     const double queue = static_cast<double>(capacity) * record;
     // The staging batch, the line buffer and the minify buffer each hold at most one batch.
@@ -210,10 +212,10 @@ void overload_scenario(const Config& cfg, Report& report)
     sec.notes.push_back("written/s: records in the file per second from the first submit until "
                         "close completed; drops: medians over the runs");
     sec.notes.push_back(fmt::format(
-        "RSS bound = RSS before the writer + queue x (record + 64 B) + 3 batches of 64 records "
+        "RSS bound = RSS before the writer + queue x (record + 64 B) + 3 batches of {} records "
         "+ {:.0f} MiB (threads' stacks, the allocator's per-thread arenas, simdjson's parser, "
         "Asio); peak RSS is ru_maxrss of the child",
-        overload_constant_mib));
+        jsonlw::WriterOptions{}.batch_records, overload_constant_mib));
     sec.notes.push_back("spdlog: same queue size, 1 worker; it counts no drops, so lost = calls "
                         "- lines in the file");
     report.sections.push_back(std::move(sec));

@@ -124,11 +124,12 @@ void submit_scenario(const Config& cfg, Report& report)
                                     "operator new calls on the caller's thread inside the call "
                                     "(the record's own construction excluded)",
                                     spec.warmup_calls));
-    sec.notes.push_back("jsonlw: default options (queue 1024, batch 64, drop_newest, "
+    sec.notes.push_back("jsonlw: default options (queue 1024, batch 1024, drop_newest, "
                         "flush_interval 0, idle_poll 1 ms). The drain polls the empty queue "
                         "(every idle_poll, backing off to idle_poll_max) and is never woken "
                         "by a producer, so a submit() only pushes; with flush_interval 5 ms "
-                        "it lingers, looking every idle_poll whether a batch filled. With "
+                        "it lingers, looking every idle_poll whether 256 records (a quarter of the "
+                        "queue) wait. With "
                         "idle_poll 0 the drain parks instead, and every call after the queue "
                         "emptied posts it a wake-up (a post to the io_context, from memory the "
                         "writer owns: no allocation, but the scheduler's mutex and maybe a "

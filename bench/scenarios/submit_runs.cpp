@@ -77,7 +77,7 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
     std::optional<jsonlw::CloseReport> report;
     {
         Loop loop;
-        // By default what a user gets (queue 1024, batch 64, drop_newest): below saturation
+        // By default what a user gets (queue 1024, batch 1024, drop_newest): below saturation
         // the queue never fills.
         const double rss0 = resident_mib();
         const auto t0 = SteadyClock::now();

@@ -43,7 +43,9 @@ TEST_CASE("10 queued records with batch_records = 4 are appended as 4, 4 and 2",
 TEST_CASE("while an append is slow, queued records are gathered into full batches", "[integration][writer][batching]")
 {
     Harness h(with_seam);
-    TestWriter w(h.executor(), h.options());  // batch_records: the default 64
+    auto o = h.options();
+    o.batch_records = 64;
+    TestWriter w(h.executor(), o);
     ReleaseOnExit release(h.seam);
     h.start(w);
     h.seam->hold_writev();

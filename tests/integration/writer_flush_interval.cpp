@@ -49,6 +49,33 @@ TEST_CASE("with a long flush_interval, a full batch is written at once, and flus
     CHECK(count_lines(w.file_path()) == 6);
 }
 
+TEST_CASE("with a long flush_interval and a batch as large as the queue, a quarter of the queue ends the wait, polling or parked, and nothing is refused",
+          "[integration][writer][flush]")
+{
+    for (const auto poll : {std::chrono::microseconds(1000), std::chrono::microseconds(0)}) {
+        INFO("idle_poll " << poll.count() << " us");
+        Harness h;
+        auto o = h.options();
+        o.flush_interval = std::chrono::hours(1);
+        o.queue_capacity = 1024;
+        o.batch_records = 1024;  // the default: a full batch would be a full queue
+        o.idle_poll = poll;
+        TestWriter w(h.executor(), o);
+        h.start(w);
+        REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);  // the drain starts to linger
+        for (int i = 1; i < 256; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+        // 256 waiting: the linger ends and the step takes them all, without a flush.
+        CHECK(wait_until([&] { return w.stats().written == 256; }));
+        CHECK(count_lines(w.file_path()) == 256);
+        // The queue then takes a second quarter the same way: no record waited for the hour,
+        // none was refused.
+        for (int i = 256; i < 512; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+        CHECK(wait_until([&] { return w.stats().written == 512; }));
+        CHECK(w.stats().dropped.total() == 0);
+        check_closed(w, 512);
+    }
+}
+
 TEST_CASE("with a long flush_interval, a reopen asked for while the drain lingers completes without waiting for the interval",
           "[integration][writer][flush][reopen]")
 {

@@ -65,6 +65,7 @@ Outcome run_with(std::size_t serializers, const std::vector<Rec>& records, Make 
     Harness h;
     auto o = h.options();
     o.queue_capacity = records.size();
+    o.batch_records = 64;  // many batches, and units of several of them
     o.serializer_threads = serializers;
     Writer w = make(h.executor(), o, h.dir.path());
     if (concurrent) w.declare_concurrent();

@@ -39,12 +39,16 @@ struct WriterOptions {
     // allocated and made resident by the constructor, so no submit() takes a page fault:
     // 2^16 records of RawJsonWriter are 32 MiB, 2^21 are 1 GiB (docs/queue.md).
     std::size_t queue_capacity = 1024;
-    // At most this many records per append (default 64).
-    std::size_t batch_records = 64;
+    // At most this many records per append (default 1024). The drain writes whatever is
+    // queued when it looks, so the cap only matters with a backlog: then each append's fixed
+    // cost (a writev, the stat that checks the path, a hop) is shared by more records. A
+    // smaller cap bounds what one failed append or a close cut short can cost (docs/queue.md).
+    std::size_t batch_records = 1024;
     // A batch stops growing once its records' size hint reaches this (bytes; default 1 MiB).
     std::size_t batch_bytes = std::size_t{1} << 20;
     // Longest a record waits for its batch to fill before it is written (default 0: write as
-    // soon as the drain wakes; the batch then holds whatever was queued).
+    // soon as the drain wakes; the batch then holds whatever was queued). The wait ends early
+    // at batch_records waiting, or at a quarter of queue_capacity if that is fewer.
     std::chrono::milliseconds flush_interval{0};
     // What submit() does when the queue is full (default drop_newest).
     Overflow overflow = Overflow::drop_newest;

@@ -182,9 +182,8 @@ asio::awaitable<bool> Drain::linger(std::uint64_t consumed)
 {
     WriterCore::Impl& d = *core_.impl_;
     const auto until = clock::now() + opts_.flush_interval;
-    const auto filled = [&] {
-        return core_.ring_->claimed() - consumed >= opts_.batch_records;
-    };
+    const std::uint64_t target = linger_target();
+    const auto filled = [&] { return core_.ring_->claimed() - consumed >= target; };
     if (polling()) {
         // Look every idle_poll whether the batch filled; no producer wakes the drain. A
         // wake() (a flush, a close, a reopen) ends the linger, as it ends a parked one.
@@ -204,7 +203,7 @@ asio::awaitable<bool> Drain::linger(std::uint64_t consumed)
             if (ec) co_return true;
         }
     }
-    wake_at_.store(consumed + opts_.batch_records, std::memory_order_relaxed);
+    wake_at_.store(consumed + target, std::memory_order_relaxed);
     doorbell_.store(lingering, std::memory_order_seq_cst);
     // The batch may have filled between the caller's count and the store: a producer that
     // pushed then saw the drain awake and posted nothing, so look again after the store (as
@@ -258,7 +257,7 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
         }
         empty_since_.reset();
         if (opts_.flush_interval.count() > 0 && !closing_ && !d.waiters.flushing() &&
-            claimed - consumed < opts_.batch_records) {
+            claimed - consumed < linger_target()) {
             if (!co_await linger(consumed)) break;
         }
         yield_hop_.store(closing_ || d.waiters.flushing(), std::memory_order_relaxed);

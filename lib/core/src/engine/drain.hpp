@@ -20,6 +20,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -103,9 +104,16 @@ private:
     // submit, a flush or a close; either way at most until a due fsync or sink tick.
     // Returns false when the writer is gone.
     boost::asio::awaitable<bool> idle(std::uint64_t consumed);
-    // The strand, with fewer than a batch waiting: give it up to flush_interval to fill
-    // (polling: looking every idle_poll). Returns false when the writer is gone.
+    // The strand, with fewer than linger_target() waiting: give them up to flush_interval to
+    // grow to it (polling: looking every idle_poll). Returns false when the writer is gone.
     boost::asio::awaitable<bool> linger(std::uint64_t consumed);
+    // Records that end a linger: a full batch, or a quarter of the queue when a batch is
+    // larger (a linger must not hold back a queue that overflow would soon refuse).
+    std::uint64_t linger_target() const noexcept
+    {
+        return std::max<std::uint64_t>(
+            1, std::min<std::uint64_t>(opts_.batch_records, opts_.queue_capacity / 4));
+    }
 
     WriterCore& core_;
     Strand& strand_;
