@@ -128,12 +128,11 @@ void submit_scenario(const Config& cfg, Report& report)
                         "flush_interval 0, idle_poll 1 ms). The drain polls the empty queue "
                         "(every idle_poll, backing off to idle_poll_max) and is never woken "
                         "by a producer, so a submit() only pushes; with flush_interval 5 ms "
-                        "it lingers, looking every idle_poll whether 256 records (a quarter of the "
-                        "queue) wait. With "
-                        "idle_poll 0 the drain parks instead, and every call after the queue "
-                        "emptied posts it a wake-up (a post to the io_context, from memory the "
-                        "writer owns: no allocation, but the scheduler's mutex and maybe a "
-                        "system call)");
+                        "it lingers, looking every idle_poll whether 256 records (a quarter "
+                        "of the queue) wait. With idle_poll 0 the drain parks instead, and "
+                        "every call after the queue emptied posts it a wake-up (a post to the "
+                        "io_context, from memory the writer owns: no allocation, but the "
+                        "scheduler's mutex and maybe a system call)");
     sec.notes.push_back("submit() moves a std::string built before the call into the queue "
                         "(its buffer freed later on the I/O thread); submit(std::string_view) "
                         "copies the line's bytes once into its queue cell (RawJsonText, inline "
