@@ -228,7 +228,6 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
     WriterCore::Impl& d = *keep->impl_;
     for (;;) {
         if (d.handoff.abandoned() || d.waiters.finished()) break;
-        burst_woken_.store(false, std::memory_order_release);  // the next burst may wake it
         std::uint64_t claimed = 0, consumed = 0;
         {
             WriterCore::Impl::Guard g(d);
@@ -272,16 +271,25 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
 void Drain::post_wake() noexcept
 {
     auto core = core_.shared_from_this();
+    // A burst may post again once this one is delivered. Asio has freed the handler's memory
+    // (the arena's slot) before it runs it (boost/asio/detail/executor_op.hpp, do_complete),
+    // so a second burst's post finds the slot free and allocates nothing on its producer.
     if (loop_ex_) {
         asio::post(*loop_ex_, asio::bind_allocator(WakeAllocator<void>(&arena_),
                                                    [core = std::move(core)]() mutable {
                                                        Drain& drain = core->impl_->drain;
+                                                       drain.burst_woken_.store(
+                                                           false, std::memory_order_release);
                                                        asio::dispatch(drain.strand_, [core] {
                                                            core->impl_->drain.wake();
                                                        });
                                                    }));
     } else {
-        asio::post(strand_, [core = std::move(core)] { core->impl_->drain.wake(); });
+        asio::post(strand_, [core = std::move(core)] {
+            Drain& drain = core->impl_->drain;
+            drain.burst_woken_.store(false, std::memory_order_release);
+            drain.wake();
+        });
     }
 }
 

@@ -69,7 +69,7 @@ public:
     // wake-up per park — while polling or lingering, only once enough records wait.
     void notify(std::uint8_t seen, std::uint64_t pos) noexcept;
     // Any thread, from one push in burst_stride at position `pos`: while the drain polls,
-    // posts one wake-up when a quarter of the queue waits (once until the drain runs again).
+    // posts one wake-up when a quarter of the queue waits (once until that one is delivered).
     void notify_burst(std::uint64_t pos) noexcept;
     // Wake-ups producers posted so far (notify()'s and notify_burst()'s posts). Any thread.
     std::uint64_t producer_wakeups() const noexcept
@@ -127,7 +127,9 @@ private:
     // Lingering (idle_poll 0): the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at_{0};
     std::atomic<std::uint64_t> producer_wakeups_{0};  // one per park at most: never hot
-    // A burst's wake-up is posted and the drain has not run since: no second one.
+    // A burst's wake-up is posted and not yet delivered: no second one. Cleared by the posted
+    // handler, not by the drain's next loop: until it runs it holds the arena's slot, and a
+    // second post would then allocate on the producer's thread.
     std::atomic<bool> burst_woken_{false};
 
     // The strand's own.
