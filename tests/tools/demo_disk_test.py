@@ -161,7 +161,8 @@ with tempfile.TemporaryDirectory() as tmp:
         expect(f"retain-bytes: {kind} keeps at most 10000 bytes ({total})", total <= 10000)
 
     # 4. A full disk that frees up again: a 4 MiB tmpfs, filled but for 256 KiB by another file
-    # that is deleted once the writers report ENOSPC.
+    # that is deleted once the writers report ENOSPC. 500 requests write about 2.7 MiB, so
+    # once the filler is gone there is room for every writer, whichever appends first.
     mnt = os.path.join(tmp, "small")
     os.mkdir(mnt)
     m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt],
@@ -174,7 +175,7 @@ with tempfile.TemporaryDirectory() as tmp:
             with open(filler, "wb") as fh:
                 fh.write(b"\0" * (4 * 1024 * 1024 - 256 * 1024))
             out = os.path.join(mnt, "out")
-            d = Demo(demo_args(out, 1500, 1500))
+            d = Demo(demo_args(out, 500, 500))
             wait_for(lambda: any("No space left" in e for e in d.err),
                      "a writer reports ENOSPC")
             os.remove(filler)
