@@ -48,9 +48,7 @@ TEST_CASE("while an append is slow, queued records are gathered into full batche
     TestWriter w(h.executor(), o);
     ReleaseOnExit release(h.seam);
     h.start(w);
-    h.seam->hold_writev();
-    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(h.seam->wait_writev_held());
+    REQUIRE(h.stick_append(w, rec(0)));
     for (int i = 1; i <= 100; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
     h.seam->release();
     flush(w);

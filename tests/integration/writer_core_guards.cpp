@@ -133,9 +133,7 @@ TEST_CASE("an async_flush still pending when async_close times out on a stuck ap
     ReleaseOnExit release(h.seam);
     h.start(w);
 
-    h.seam->hold_writev();
-    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(h.seam->wait_writev_held());
+    REQUIRE(h.stick_append(w, rec(0)));
     REQUIRE(w.submit(rec(1)) == SubmitResult::accepted);
 
     std::promise<jsonlw::error_code> flushed;
@@ -425,9 +423,7 @@ TEST_CASE("with the drain stuck, each overflow policy keeps exactly its survivor
     ReleaseOnExit release(h.seam);
     h.start(w);
 
-    h.seam->hold_writev();
-    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(h.seam->wait_writev_held());
+    REQUIRE(h.stick_append(w, rec(0)));
     int accepted = 0;
     for (int i = 1; i <= 10; ++i) {
         const SubmitResult r = w.submit(rec(i));

@@ -97,9 +97,7 @@ TEST_CASE("async_close with an append stuck past shutdown_timeout completes with
     ReleaseOnExit release(h.seam);
     h.start(w);
 
-    h.seam->hold_writev();
-    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    REQUIRE(h.seam->wait_writev_held());  // record 0's append is stuck
+    REQUIRE(h.stick_append(w, rec(0)));  // record 0's append is stuck
     for (int i = 1; i <= 5; ++i) REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
 
     const auto t0 = Clock::now();
@@ -261,9 +259,7 @@ TEST_CASE("a close that runs out of time tells the sink once, on the strand, and
         ReleaseOnExit release(h.seam);
         h.start(w);
         CHECK_FALSE(w.append_outlived_close());
-        h.seam->hold_writev();
-        REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-        REQUIRE(h.seam->wait_writev_held());
+        REQUIRE(h.stick_append(w, rec(0)));
         CHECK_FALSE(w.append_outlived_close());  // stuck, but close has not given up on it
         const auto report = close(w);
         CHECK_FALSE(report.drained);

@@ -233,9 +233,7 @@ TEST_CASE("an append stuck in the kernel does not stop the event loop: its timer
 
     SECTION("a stuck write")
     {
-        h.seam->hold_writev();
-        REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-        REQUIRE(h.seam->wait_writev_held());
+        REQUIRE(h.stick_append(w, rec(0)));
     }
     SECTION("a stuck fsync")
     {

@@ -9,9 +9,11 @@
 #include "seam_file_io.hpp"
 #include "temp_dir.hpp"
 
+#include <jsonlw/submit_result.hpp>
 #include <jsonlw/writer_options.hpp>
 
 #include <memory>
+#include <utility>
 
 namespace jsonlw_test {
 
@@ -44,6 +46,17 @@ public:
     {
         w.start();
         loop.start();
+    }
+
+    // With `with_seam`: holds the next writev, submits `first` and waits until its append is
+    // stuck there, so that what the test does next meets an append that has not finished.
+    // False when the record was refused or its append never reached the seam.
+    template <class Writer, class Record>
+    bool stick_append(Writer& w, Record first)
+    {
+        seam->hold_writev();
+        return w.submit(std::move(first)) == jsonlw::SubmitResult::accepted &&
+               seam->wait_writev_held();
     }
 
     TempDir dir;
