@@ -27,7 +27,11 @@ with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "out")
     args = [JSONLW, "demo", "--in-process", "--requests", "60", "--rate", "5000", "--step-us", "200",
             "--concurrency", "16", "--vocab", "4096", "--tokens", "4-24", "--first-gen-every", "5",
-            "--backend", "cpu", "--out", out]
+            "--backend", "cpu",
+            # The stage's CPU workers waited for: a 2-core CI box under ASan can keep every
+            # ring slot busy past the default 5 ms, and a dropped step is a null position,
+            # counted (demo_overload_test.py checks that path); here every token must have its data.
+            "--stage-wait-ms", "10000", "--out", out]
     p = subprocess.run(args, capture_output=True, text=True, timeout=120)
     expect("demo exits 0", p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
     print(p.stdout)
