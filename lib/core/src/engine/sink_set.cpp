@@ -1,7 +1,7 @@
-// SinkSet (see sink_set.hpp): every group of lines goes to a LineSink, and what the sink
-// reports (records written, failed, unknown) is counted — under Durability::fsync_batch only
-// once the sink's sync() made it durable; fsyncs, reopen, tick and the final close reach the
-// sinks from here too.
+// SinkSet (see sink_set.hpp): what a sink reports for the lines the engine appended (records
+// written, failed, unknown) is counted here — under Durability::fsync_batch only once the
+// sink's sync() made it durable; fsyncs, reopen, tick and the final close reach the sinks
+// from here too.
 #include <jsonlw/detail/sink_set.hpp>
 
 #include "accounting.hpp"
@@ -40,10 +40,9 @@ std::filesystem::path SinkSet::file_path() const
     return sink_ ? sink_->file_path() : std::filesystem::path{};
 }
 
-AppendResult SinkSet::write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept
+AppendResult SinkSet::counted(LineSink& to, std::string_view key, const Lines& lines,
+                              AppendResult r) noexcept
 {
-    if (lines.records == 0 && lines.bytes.empty()) return {};
-    AppendResult r = to.append(key, lines);
     // A sink's count that does not add up is clamped: a record is counted once.
     r.records_written = std::min<std::uint64_t>(r.records_written, lines.records);
     r.records_failed = std::min<std::uint64_t>(r.records_failed, lines.records - r.records_written);
@@ -81,26 +80,19 @@ AppendResult SinkSet::unwritten(const Lines& lines, std::error_code ec) noexcept
     return r;
 }
 
-AppendResult SinkSet::write_lines(std::string_view key, const Lines& lines) noexcept
-{
-    // After close's last hook: nowhere to write.
-    if (!started_) return unwritten(lines, std::make_error_code(std::errc::bad_file_descriptor));
-    return write_to(*sink_, key, lines);
-}
-
-AppendResult SinkSet::append(const std::filesystem::path& path, const Lines& lines) noexcept
+std::error_code SinkSet::path_key(const std::filesystem::path& path,
+                                  std::string& key) const noexcept
 {
     // Only a write_batch() override can name a file; a stack built without one has no router.
-    if (!path_files_) return unwritten(lines, std::make_error_code(std::errc::operation_not_supported));
-    std::string key;
+    if (!path_files_) return std::make_error_code(std::errc::operation_not_supported);
     try {
         key = PathRouterSink::path_key(path);
     } catch (const std::filesystem::filesystem_error& e) {  // no working directory
-        return unwritten(lines, e.code());
+        return e.code();
     } catch (...) {
-        return unwritten(lines, std::make_error_code(std::errc::not_enough_memory));
+        return std::make_error_code(std::errc::not_enough_memory);
     }
-    return write_lines(key, lines);
+    return {};
 }
 
 void SinkSet::after_batch() noexcept

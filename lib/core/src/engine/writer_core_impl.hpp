@@ -12,7 +12,7 @@
 //   accounting.hpp/.cpp  Accounting: where a record is counted (written, dropped, unknown),
 //                      the stats snapshot, the rate-limited logs of each reason
 //   sink_set.cpp       SinkSet (jsonlw/detail/sink_set.hpp): the writer's sink stack, the
-//                      typed engine's appends to it, fsyncs, reopen, tick, close
+//                      count of the typed engine's appends to it, fsyncs, reopen, tick, close
 //   waiters.hpp/.cpp   Waiters: the pending flush, reopen and close completions
 //   async_ops.cpp      async_*_impl, close's protocol and its timeout
 //   space_wait.hpp/.cpp  SpaceWait: Overflow::block, producers waiting for room

@@ -1,4 +1,9 @@
+// The file sink's data path: FileSink::append() (which file a batch's lines go to, rotating
+// first when due, split at rotate_bytes) and the FileAppender under it and PartitionedFileSink
+// (one writev on an O_APPEND descriptor, partial writes resumed, a failed append cut back, a
+// replaced file detected). FileSink's life cycle is in file_sink.cpp.
 #include "file_append.hpp"
+#include "file_sink_state.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -401,3 +406,91 @@ AppendResult append_lines(FileAppender& files, const std::filesystem::path& path
 }
 
 }  // namespace jsonlw::detail
+
+namespace jsonlw {
+
+using clock = std::chrono::steady_clock;
+
+AppendResult FileSink::State::append_current(const Lines& lines) noexcept
+{
+    const bool fresh = !created;
+    const AppendResult r = detail::append_lines(*appender, open_path, lines,
+                                                ctx.durability == Durability::fsync_batch);
+    if (r.attempted) {
+        if (fresh) {
+            created = true;
+            opened = clock::now();
+            try {
+                if (rotating) list_file(open_path, false);
+            } catch (...) {
+            }
+            ctx.file_event(FileEvent::Kind::opened, final_path, 0, group_offset);
+        }
+        size = r.offset + r.landed;
+    }
+    return r;
+}
+
+// Rotates first when due; splits the lines so that no file exceeds rotate_bytes.
+AppendResult FileSink::append(std::string_view, const Lines& lines) noexcept
+{
+    State& s = *s_;
+    if (!s.appender || s.sealed) {
+        // Not started, or closed for good: nowhere to write.
+        AppendResult r;
+        r.ec = std::make_error_code(std::errc::bad_file_descriptor);
+        r.records_failed = lines.records;
+        return r;
+    }
+    s.group_offset = 0;
+    if (!s.rotating) return s.append_current(lines);
+    const Rotation& o = opts_.rotation;
+    if (s.created && o.rotate_interval.count() > 0 && clock::now() - s.opened >= o.rotate_interval)
+        s.rotate();
+    if (o.rotate_bytes == 0 || lines.bytes.size() + s.size <= o.rotate_bytes)
+        return s.append_current(lines);
+    AppendResult total;
+    std::string_view rest = lines.bytes;
+    std::size_t records_left = lines.records, sanitized_left = lines.sanitized;
+    while (!rest.empty()) {
+        if (s.created && s.size >= o.rotate_bytes) s.rotate();
+        const std::uint64_t budget = o.rotate_bytes > s.size ? o.rotate_bytes - s.size : 0;
+        std::size_t take = 0, n = 0;
+        for (;;) {
+            const std::size_t nl = rest.find('\n', take);
+            if (nl == std::string_view::npos) {  // no '\n' at the end: keep it whole
+                if (take == 0) take = rest.size(), n = 1;
+                break;
+            }
+            if (nl + 1 > budget && take > 0) break;
+            if (nl + 1 > budget && s.size > 0) break;  // not even one line fits
+            take = nl + 1;
+            ++n;
+            if (take >= budget) break;
+        }
+        if (take == 0) {  // the current file is too full for the next line
+            s.rotate();
+            if (s.size == 0) continue;
+            // It could not rotate (a forked child's copy): the line goes where it can.
+            const std::size_t nl = rest.find('\n');
+            take = nl == std::string_view::npos ? rest.size() : nl + 1;
+            n = 1;
+        }
+        if (take == rest.size() || n > records_left) n = records_left;
+        Lines part{rest.substr(0, take), n, std::min(sanitized_left, n)};
+        s.group_offset = lines.records - records_left;
+        const AppendResult r = s.append_current(part);
+        total.attempted = total.attempted || r.attempted;
+        total.records_written += r.records_written;
+        total.records_failed += r.records_failed;
+        total.records_unknown += r.records_unknown;
+        total.landed += r.landed;
+        if (r.ec && !total.ec) total.ec = r.ec;
+        rest.remove_prefix(take);
+        records_left -= n;
+        sanitized_left -= part.sanitized;
+    }
+    return total;
+}
+
+}  // namespace jsonlw

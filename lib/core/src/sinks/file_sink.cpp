@@ -1,13 +1,12 @@
-// FileSink: the default layout's file — named at start(), rotated by size or age, written
-// under the open suffix and renamed when closed, reopened on request; files left open by
-// ended processes are sealed at start(). files() lists them (any thread). Closed files are
-// handed to a RetentionKeeper, which deletes the oldest beyond the Rotation's retention.
+// FileSink's life cycle: the default layout's file named at start(), rotated by size or age,
+// written under the open suffix and renamed when closed, reopened on request; files left
+// open by ended processes are sealed at start(). files() lists them (any thread). Closed
+// files are handed to a RetentionKeeper, which deletes the oldest beyond the Rotation's
+// retention. FileSink::append(), the data path, is in file_append.cpp beside the appender.
 #include <jsonlw/sinks/file_sink.hpp>
 
-#include "path_notices.hpp"
+#include "file_sink_state.hpp"
 #include "../host_names.hpp"
-#include "file_append.hpp"
-#include "retention_keeper.hpp"
 
 #include <fmt/format.h>
 
@@ -24,42 +23,6 @@
 namespace jsonlw {
 
 using clock = std::chrono::steady_clock;
-
-struct FileSink::State {
-    SinkContext ctx;
-    detail::SinkCounters counters;
-    std::optional<detail::FileAppender> appender;
-    std::optional<detail::RetentionKeeper> keeper;
-    std::uint64_t closed_records = 0;  // of the current file, when its descriptor closed
-    detail::PathNotices notices;  // removed / moved-away warnings, once each
-    bool rotating = false;       // numbered files: rotation or an open suffix
-    std::string prefix;          // <stem>-<host>-<pid>-
-    std::string suffix;          // the open suffix ("" for none)
-    std::filesystem::path first;  // file_path(): the first file's final name
-    // The file being written (rotating), or the one file.
-    std::uint64_t index = 0;
-    std::filesystem::path final_path, open_path;
-    bool created = false;  // an append opened it: it exists on disk
-    bool sealed = false;   // closed for good
-    std::size_t group_offset = 0;  // lines of the append() in progress before this part
-    bool told_closed = false;      // the one file (not rotating): its close event was sent
-    std::uint64_t size = 0;
-    clock::time_point opened{};
-    std::atomic<std::uint64_t> files_closed{0};
-    mutable std::mutex files_mu;
-    std::vector<std::filesystem::path> file_list;  // under files_mu
-
-    bool durable() const noexcept { return ctx.durability != Durability::none; }
-    void name(std::uint64_t i, std::time_t when);
-    void list_file(const std::filesystem::path& p, bool replace_last);
-    std::error_code close_current(bool durable) noexcept;
-    std::error_code rotate() noexcept;
-    void seal(bool durable) noexcept;
-    void seal_stale() noexcept;
-    AppendResult append_current(const Lines& lines) noexcept;
-    void retire(const std::filesystem::path& p) noexcept;
-    void apply_retention() noexcept;
-};
 
 // `p`, the current file's name once closed, is sealed: retention may delete it (or older ones).
 void FileSink::State::retire(const std::filesystem::path& p) noexcept
@@ -199,26 +162,6 @@ void FileSink::State::seal_stale() noexcept
                                   sealed_n, ctx.subject));
 }
 
-AppendResult FileSink::State::append_current(const Lines& lines) noexcept
-{
-    const bool fresh = !created;
-    const AppendResult r = detail::append_lines(*appender, open_path, lines,
-                                                ctx.durability == Durability::fsync_batch);
-    if (r.attempted) {
-        if (fresh) {
-            created = true;
-            opened = clock::now();
-            try {
-                if (rotating) list_file(open_path, false);
-            } catch (...) {
-            }
-            ctx.file_event(FileEvent::Kind::opened, final_path, 0, group_offset);
-        }
-        size = r.offset + r.landed;
-    }
-    return r;
-}
-
 FileSink::FileSink(FileSinkOptions opts) : opts_(std::move(opts)), s_(std::make_unique<State>()) {}
 
 FileSink::~FileSink() { close(false); }
@@ -250,68 +193,6 @@ std::error_code FileSink::start(const SinkContext& ctx)
         s.final_path = s.open_path = s.first;
     }
     return {};
-}
-
-// Rotates first when due; splits the lines so that no file exceeds rotate_bytes.
-AppendResult FileSink::append(std::string_view, const Lines& lines) noexcept
-{
-    State& s = *s_;
-    if (!s.appender || s.sealed) {
-        // Not started, or closed for good: nowhere to write.
-        AppendResult r;
-        r.ec = std::make_error_code(std::errc::bad_file_descriptor);
-        r.records_failed = lines.records;
-        return r;
-    }
-    s.group_offset = 0;
-    if (!s.rotating) return s.append_current(lines);
-    const Rotation& o = opts_.rotation;
-    if (s.created && o.rotate_interval.count() > 0 && clock::now() - s.opened >= o.rotate_interval)
-        s.rotate();
-    if (o.rotate_bytes == 0 || lines.bytes.size() + s.size <= o.rotate_bytes)
-        return s.append_current(lines);
-    AppendResult total;
-    std::string_view rest = lines.bytes;
-    std::size_t records_left = lines.records, sanitized_left = lines.sanitized;
-    while (!rest.empty()) {
-        if (s.created && s.size >= o.rotate_bytes) s.rotate();
-        const std::uint64_t budget = o.rotate_bytes > s.size ? o.rotate_bytes - s.size : 0;
-        std::size_t take = 0, n = 0;
-        for (;;) {
-            const std::size_t nl = rest.find('\n', take);
-            if (nl == std::string_view::npos) {  // no '\n' at the end: keep it whole
-                if (take == 0) take = rest.size(), n = 1;
-                break;
-            }
-            if (nl + 1 > budget && take > 0) break;
-            if (nl + 1 > budget && s.size > 0) break;  // not even one line fits
-            take = nl + 1;
-            ++n;
-            if (take >= budget) break;
-        }
-        if (take == 0) {  // the current file is too full for the next line
-            s.rotate();
-            if (s.size == 0) continue;
-            // It could not rotate (a forked child's copy): the line goes where it can.
-            const std::size_t nl = rest.find('\n');
-            take = nl == std::string_view::npos ? rest.size() : nl + 1;
-            n = 1;
-        }
-        if (take == rest.size() || n > records_left) n = records_left;
-        Lines part{rest.substr(0, take), n, std::min(sanitized_left, n)};
-        s.group_offset = lines.records - records_left;
-        const AppendResult r = s.append_current(part);
-        total.attempted = total.attempted || r.attempted;
-        total.records_written += r.records_written;
-        total.records_failed += r.records_failed;
-        total.records_unknown += r.records_unknown;
-        total.landed += r.landed;
-        if (r.ec && !total.ec) total.ec = r.ec;
-        rest.remove_prefix(take);
-        records_left -= n;
-        sanitized_left -= part.sanitized;
-    }
-    return total;
 }
 
 std::error_code FileSink::sync() noexcept

@@ -1,7 +1,8 @@
 // RecordEngine<Record>: the typed half of a writer's engine, on the I/O thread — it runs a
 // unit: pops a batch (or a unit of them) from the writer's queue, has the encoder serialize
-// it and name each record's key, hands the lines to the sink stack and has what the sinks
-// report counted, through UnitContext (unit_context.hpp). Owned by JsonlRecordWriter<Record>
+// it and name each record's key, hands the lines to the sink stack (LineSink::append()) and
+// has what the sinks report counted, by the SinkSet (sink_set.hpp) and UnitContext
+// (unit_context.hpp). Owned by JsonlRecordWriter<Record>
 // (one per writer), which owns the queue it pops and the producer side; every function runs
 // on the writer's I/O thread (or under the core's consumer lock, or on a serializer helper
 // for serialize_chunk()). It owns the writer's encoder (record_encoder.hpp) and is the
@@ -131,13 +132,22 @@ public:
     {
         return serialize_each(group, [](const Record* r) -> const Record& { return *r; });
     }
+    // The hand-off: the lines to the sink stack (a FileSink's append() is the writev), what
+    // it reports counted by the SinkSet.
     AppendResult write_lines(std::string_view key, const Lines& lines) noexcept override
     {
-        return sinks_.write_lines(key, lines);
+        if (lines.records == 0 && lines.bytes.empty()) return {};
+        LineSink* const to = sinks_.target();
+        // After close's last hook: nowhere to write.
+        if (!to)
+            return sinks_.unwritten(lines, std::make_error_code(std::errc::bad_file_descriptor));
+        return sinks_.counted(*to, key, lines, to->append(key, lines));
     }
     AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept override
     {
-        return sinks_.append(path, lines);
+        if (const std::error_code ec = sinks_.path_key(path, path_key_))
+            return sinks_.unwritten(lines, ec);
+        return write_lines(path_key_, lines);
     }
     bool preserialized(const Record& rec) const noexcept override
     {
@@ -358,6 +368,7 @@ private:
     std::vector<KeyGroup> groups_;            // write_by_key(): I/O thread only
     std::size_t groups_used_ = 0;
     std::string probe_;                       // write_by_key(): the key being placed
+    std::string path_key_;                    // append(path): the stack's key for the path
 };
 
 }  // namespace jsonlw::detail

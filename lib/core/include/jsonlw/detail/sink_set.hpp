@@ -1,6 +1,7 @@
 // SinkSet: the writer's one LineSink — the stack make_sink_stack() builds (sinks/sink_stack.hpp),
 // which holds its destination and the files a write_batch() override names — and what the I/O
-// thread does with it: appends (counted through Accounting), fsyncs, reopen, tick, close.
+// thread does with it besides the append the engine makes: the append's count (through
+// Accounting, fsync_batch's sync first), fsyncs, reopen, tick, close.
 // start() runs on start()'s caller before the drain; the rest on the I/O thread, one at a
 // time, but for files() and files_closed() (any thread) and request_reopen(),
 // reopen_requested(), close_abandoned() (the strand). Owns the stack; borrows the options and
@@ -47,14 +48,23 @@ public:
     std::filesystem::path file_path() const;
 
     // --- I/O thread ---
-    // Sends lines to the sink under `key` (empty for its one destination).
-    AppendResult write_lines(std::string_view key, const Lines& lines) noexcept;
-    // Appends to a file named by a write_batch() override, through the stack (under its
-    // PathRouterSink::path_key()).
-    AppendResult append(const std::filesystem::path& path, const Lines& lines) noexcept;
+    // The stack lines go to; nullptr after the final close (nowhere to write). The engine
+    // calls its append() itself (record_engine.hpp) and hands what it reports to counted().
+    LineSink* target() const noexcept { return started_ ? sink_.get() : nullptr; }
+    // What `to.append(key, lines)` reported, made exact and counted through Accounting: a
+    // count that does not add up is clamped (a record is counted once); under
+    // Durability::fsync_batch the records reported written count so only once `to.sync()`
+    // succeeded, else unknown.
+    AppendResult counted(LineSink& to, std::string_view key, const Lines& lines,
+                         AppendResult r) noexcept;
+    // `lines` that reached no sink, counted write_error with `ec`.
+    AppendResult unwritten(const Lines& lines, std::error_code ec) noexcept;
+    // The stack's key for a file a write_batch() override names (PathRouterSink::path_key());
+    // an error when the stack has no path router (no override) or the path has no absolute form.
+    std::error_code path_key(const std::filesystem::path& path, std::string& key) const noexcept;
     void after_batch() noexcept;
     // fsync of everything written (fsync_interval, close); a failure is logged (rate-limited)
-    // and changes no count: fsync_batch syncs each append in write_to().
+    // and changes no count: fsync_batch syncs each append in counted().
     void sync() noexcept;
     // Durability::fsync_interval: when the lines written since the last sync() are due.
     std::optional<time_point> sync_due() const noexcept;
@@ -65,7 +75,7 @@ public:
     std::error_code reopen_error() const noexcept { return reopen_ec_; }
     void tick() noexcept;
     std::optional<time_point> next_tick() const noexcept;
-    // The final close (after it, write_lines() fails its lines); a no-op after the first.
+    // The final close (after it, target() is nullptr); a no-op after the first.
     void close(bool durable) noexcept;
 
     // --- the strand ---
@@ -82,12 +92,6 @@ public:
     std::uint64_t files_closed() const noexcept;
 
 private:
-    // Hands `lines` to `to` under `key` and counts what it reports; under fsync_batch, the
-    // records it reports written count so once `to.sync()` succeeded (else unknown).
-    AppendResult write_to(LineSink& to, std::string_view key, const Lines& lines) noexcept;
-    // `lines` that reached no sink, counted write_error with `ec`.
-    AppendResult unwritten(const Lines& lines, std::error_code ec) noexcept;
-
     const WriterOptions& opts_;
     Accounting& accounting_;
     bool path_files_ = false;  // set by start(): the stack has a PathRouterSink

@@ -2,8 +2,9 @@
 // run_unit() (record_engine.hpp) goes through on the I/O thread, top to bottom: the consumer
 // lock around the pop (close's handoff of the records in flight), the producers waiting for
 // room, the records serialize() refused, and the unit's counts once its lines are handed to
-// the sink stack (SinkSet, sink_set.hpp, which the typed engine calls directly). Owned by
-// WriterCore (one per writer); every function runs on the I/O thread, inside run_unit().
+// the sink stack (the typed engine appends; SinkSet, sink_set.hpp, counts what came back).
+// Owned by WriterCore (one per writer); every function runs on the I/O thread, inside
+// run_unit().
 // Implemented in lib/core/src/engine/unit_context.cpp over the engine's objects.
 #pragma once
 
