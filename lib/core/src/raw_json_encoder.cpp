@@ -8,8 +8,9 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <memory>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace jsonlw {
@@ -61,13 +62,55 @@ struct RawJsonEncoder::Validator {
     simdjson::dom::parser parser;
     detail::JsonMinifier minifier;        // the minify step; `parser` does the parse
     std::string scratch;                  // trusted mode: a record with CR/LF replaced
-    std::vector<char> joined;             // the batch's records, '\n' after each, padded
-    std::vector<std::size_t> starts;      // offset of each record in `joined`
+    std::vector<char> joined;             // the batch's unchecked records, '\n' after each, padded
+    std::vector<std::size_t> starts;      // offset of each of them in `joined`
+    std::vector<std::size_t> order;       // their indexes in `batch`
     std::vector<Verdict> verdicts;        // per record of `batch`
     std::span<const RawJsonText> batch;   // the batch the verdicts are for (empty: none)
     // For RawJsonWriterProbe: records the batch pass decided, minify passes.
     std::uint64_t batch_decided = 0;
     std::uint64_t minify_passes = 0;
+};
+
+// The parsers submitting threads borrow to validate their own texts while the writer is
+// behind (check_on_submit()): made once, sized for RawJsonText::inline_capacity, so a parse
+// never allocates; a thread claims its slot with one exchange and never waits for it.
+struct RawJsonEncoder::SubmitChecks {
+    struct alignas(64) Slot {
+        std::atomic<bool> busy{false};
+        std::uint64_t checked = 0;  // under busy
+        simdjson::dom::parser parser;
+        char text[RawJsonText::inline_capacity + simdjson::SIMDJSON_PADDING];
+    };
+    // Threads past the eighth share slots: one finding its slot busy leaves its text to the
+    // I/O thread.
+    static constexpr std::size_t slot_count = 8;
+    std::unique_ptr<Slot[]> slots{new Slot[slot_count]};
+
+    // Each parser is sized for the longest text it checks — no such text nests deeper than
+    // its length, so the depth limit never differs from the I/O thread's parser's — and
+    // parses one such text once ("{", spaces, "}"): simdjson sizes its document at the first
+    // parse, so check_on_submit() allocates nothing. About 10 KiB a parser.
+    SubmitChecks()
+    {
+        constexpr std::size_t n = RawJsonText::inline_capacity;
+        for (std::size_t i = 0; i < slot_count; ++i) {
+            Slot& s = slots[i];
+            if (s.parser.allocate(n, n + 8)) throw std::bad_alloc();
+            std::memset(s.text, ' ', sizeof s.text);
+            s.text[0] = '{';
+            s.text[n - 1] = '}';
+            simdjson::dom::element root;
+            if (s.parser.parse(s.text, n, false).get(root)) throw std::bad_alloc();
+        }
+    }
+    // The calling thread's slot: threads numbered in the order they first check a text.
+    Slot& mine() noexcept
+    {
+        static std::atomic<unsigned> threads{0};
+        static thread_local const unsigned index = threads.fetch_add(1, std::memory_order_relaxed);
+        return slots[index % slot_count];
+    }
 };
 
 RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, RawJsonWriterOptions opts)
@@ -92,6 +135,49 @@ RawJsonEncoder::RawJsonEncoder(RawJsonOptions raw, const WriterOptions& writer) 
     // One parser per serializer thread (slot 0: the I/O thread).
     const std::size_t slots = std::clamp<std::size_t>(writer.serializer_threads, 1, 64);
     for (std::size_t i = 0; i < slots; ++i) validators_.push_back(std::make_unique<Validator>());
+    if (raw_.validation == RawJsonValidation::full && raw_.check_when_behind)
+        submit_checks_ = std::make_unique<SubmitChecks>();
+}
+
+RawJsonText::Check RawJsonEncoder::check_on_submit(std::string_view text) const noexcept
+{
+    RawJsonText::Check c;
+    if (!submit_checks_ || text.size() > RawJsonText::inline_capacity) return c;
+    SubmitChecks::Slot& slot = submit_checks_->mine();
+    if (slot.busy.exchange(true, std::memory_order_acquire)) return c;
+    // Parsed in the slot's padded copy: simdjson reads past the text, and sized for it at
+    // construction, the parser allocates nothing.
+    std::memcpy(slot.text, text.data(), text.size());
+    simdjson::dom::element root;
+    if (const auto err = slot.parser.parse(slot.text, text.size(), false).get(root)) {
+        c.verdict = RawJsonText::Checked::invalid;
+        c.error = static_cast<std::uint8_t>(err);
+    } else if (!raw_.allow_any_value && root.type() != simdjson::dom::element_type::OBJECT) {
+        c.verdict = RawJsonText::Checked::not_object;
+    } else {
+        const auto& impl = *slot.parser.implementation;
+        c.verdict = has_insignificant_ws(slot.text, 0, text.size(), impl.structural_indexes.get(),
+                                         0, impl.n_structural_indexes)
+                        ? RawJsonText::Checked::minify
+                        : RawJsonText::Checked::compact;
+    }
+    ++slot.checked;
+    slot.busy.store(false, std::memory_order_release);
+    return c;
+}
+
+std::uint64_t RawJsonEncoder::checked_on_submit() const noexcept
+{
+    std::uint64_t n = 0;
+    if (!submit_checks_) return n;
+    for (std::size_t i = 0; i < SubmitChecks::slot_count; ++i) {
+        SubmitChecks::Slot& s = submit_checks_->slots[i];
+        while (s.busy.exchange(true, std::memory_order_acquire)) {
+        }
+        n += s.checked;
+        s.busy.store(false, std::memory_order_release);
+    }
+    return n;
 }
 
 RawJsonEncoder::~RawJsonEncoder() = default;
@@ -120,19 +206,24 @@ void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
     Validator& v = validator();
     v.batch = {};
     if (raw_.validation == RawJsonValidation::trusted || batch.size() < 2) return;
-    std::size_t total = 0;
-    for (const RawJsonText& t : batch) total += t.size() + 1;
-    if (total > max_stream_bytes) return;
+    // Records their submitter checked (check_on_submit()) carry their verdict: left out.
+    std::size_t total = 0, unchecked = 0;
+    for (const RawJsonText& t : batch)
+        if (t.check().verdict == RawJsonText::Checked::unchecked) total += t.size() + 1, ++unchecked;
+    if (unchecked < 2 || total > max_stream_bytes) return;
     try {
         v.joined.resize(total + simdjson::SIMDJSON_PADDING);
-        v.starts.resize(batch.size());
+        v.starts.resize(unchecked);
+        v.order.resize(unchecked);
         v.verdicts.assign(batch.size(), Verdict::unknown);
     } catch (const std::bad_alloc&) {
         return;  // each record is parsed alone
     }
     char* out = v.joined.data();
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-        v.starts[i] = static_cast<std::size_t>(out - v.joined.data());
+    for (std::size_t i = 0, j = 0; i < batch.size(); ++i) {
+        if (batch[i].check().verdict != RawJsonText::Checked::unchecked) continue;
+        v.order[j] = i;
+        v.starts[j++] = static_cast<std::size_t>(out - v.joined.data());
         std::memcpy(out, batch[i].data(), batch[i].size());
         out += batch[i].size();
         *out++ = '\n';
@@ -149,16 +240,16 @@ void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
     if (v.parser.parse_many(v.joined.data(), total, std::max<std::size_t>(total, 1024))
             .get(stream))
         return;
-    std::size_t i = 0;
+    std::size_t i = 0;  // the stream's documents so far: v.order[i] is the next one's record
     std::size_t f = 0;  // index of the current document's first structural
-    for (auto it = stream.begin(); it != stream.end() && i < batch.size(); ++it) {
+    for (auto it = stream.begin(); it != stream.end() && i < unchecked; ++it) {
         simdjson::dom::element root;
         if ((*it).get(root)) break;
         // The stream's first step allocates the parser's implementation: read it after.
         const auto& impl = *v.parser.implementation;
         const std::size_t cur = it.current_index();
         const std::size_t rs = v.starts[i];
-        const std::size_t re = rs + batch[i].size();
+        const std::size_t re = rs + batch[v.order[i]].size();
         if (cur < rs || cur >= re || impl.structural_indexes[f] != cur) break;
         const char first = v.joined[cur];
         if (first != '{' && first != '[') break;  // a scalar's end is not recorded: alone
@@ -168,12 +259,13 @@ void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
         bool tail_ws = true;
         for (std::size_t k = end; k < re; ++k) tail_ws = tail_ws && is_ws(v.joined[k]);
         if (!tail_ws) break;
-        if (!raw_.allow_any_value && first != '{') v.verdicts[i] = Verdict::not_object;
+        Verdict& verdict = v.verdicts[v.order[i]];
+        if (!raw_.allow_any_value && first != '{') verdict = Verdict::not_object;
         else
-            v.verdicts[i] = has_insignificant_ws(v.joined.data(), rs, re,
-                                                 impl.structural_indexes.get(), f, g)
-                                ? Verdict::minify
-                                : Verdict::compact;
+            verdict = has_insignificant_ws(v.joined.data(), rs, re, impl.structural_indexes.get(),
+                                           f, g)
+                          ? Verdict::minify
+                          : Verdict::compact;
         f = g;
         ++i;
     }
@@ -204,8 +296,20 @@ void RawJsonEncoder::serialize(const RawJsonText& text, JsonLine& line)
     if (raw_.validation == RawJsonValidation::trusted) return serialize_trusted(text, line);
     Validator& v = validator();
     Verdict verdict = Verdict::unknown;
-    if (!v.batch.empty() && &text >= v.batch.data() && &text < v.batch.data() + v.batch.size())
-        verdict = v.verdicts[static_cast<std::size_t>(&text - v.batch.data())];
+    switch (text.check().verdict) {  // what its submitter found (check_on_submit())
+    case RawJsonText::Checked::compact: verdict = Verdict::compact; break;
+    case RawJsonText::Checked::minify: verdict = Verdict::minify; break;
+    case RawJsonText::Checked::not_object: verdict = Verdict::not_object; break;
+    case RawJsonText::Checked::invalid:
+        throw MalformedRecord(fmt::format(
+            "invalid JSON: {}",
+            simdjson::error_message(static_cast<simdjson::error_code>(text.check().error))));
+    case RawJsonText::Checked::unchecked:
+        if (!v.batch.empty() && &text >= v.batch.data() &&
+            &text < v.batch.data() + v.batch.size())
+            verdict = v.verdicts[static_cast<std::size_t>(&text - v.batch.data())];
+        break;
+    }
     if (verdict == Verdict::unknown) {
         // A string with enough spare capacity is parsed in place; otherwise simdjson copies
         // it into its padded buffer.

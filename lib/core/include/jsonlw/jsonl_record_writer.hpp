@@ -216,6 +216,11 @@ public:
     boost::asio::any_io_executor get_executor() const noexcept { return core_->executor(); }
 
 protected:
+    // Whether the I/O thread's last pop filled a batch (records waited beyond it): an intake
+    // may do some of the encoder's work on the submitting thread then (JsonTextWriter). One
+    // load of a line the I/O thread writes only when the answer changes.
+    bool backlogged() const noexcept { return ring_.backlogged(); }
+
     // A subclass's encoder (unused when the writer was given an encoder object): the same
     // functions as RecordEncoder's, with the batch helpers below as members.
     //

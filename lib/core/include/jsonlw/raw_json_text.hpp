@@ -21,10 +21,25 @@ public:
     // is parsed where it lies.
     static constexpr std::size_t parse_padding = 64;
 
+    // What validating the text on the submitting thread found (JsonTextWriter does, for a
+    // short text, while the writer is behind: raw_json_encoder.hpp), so the encoder does not
+    // parse it again; `unchecked` for every other text.
+    enum class Checked : std::uint8_t { unchecked, compact, minify, not_object, invalid };
+    struct Check {
+        Checked verdict = Checked::unchecked;
+        std::uint8_t error = 0;  // Checked::invalid: simdjson's error_code
+    };
+
     RawJsonText() noexcept = default;
     // Copies bytes known to fit (text.size() <= inline_capacity): never allocates.
     struct fits_inline_t {};
     RawJsonText(fits_inline_t, std::string_view text) noexcept : size_(text.size()), inline_(true)
+    {
+        std::memcpy(bytes_, text.data(), text.size());
+    }
+    // The same, with what RawJsonEncoder::check_on_submit() found out about the text.
+    RawJsonText(fits_inline_t, std::string_view text, Check check) noexcept
+        : size_(text.size()), inline_(true), check_(check)
     {
         std::memcpy(bytes_, text.data(), text.size());
     }
@@ -54,7 +69,8 @@ public:
         }
     }
 
-    RawJsonText(RawJsonText&& o) noexcept : heap_(std::move(o.heap_)), size_(o.size_), inline_(o.inline_)
+    RawJsonText(RawJsonText&& o) noexcept
+        : heap_(std::move(o.heap_)), size_(o.size_), inline_(o.inline_), check_(o.check_)
     {
         if (inline_) std::memcpy(bytes_, o.bytes_, size_);
     }
@@ -63,10 +79,12 @@ public:
         heap_ = std::move(o.heap_);
         size_ = o.size_;
         inline_ = o.inline_;
+        check_ = o.check_;
         if (inline_) std::memcpy(bytes_, o.bytes_, size_);
         return *this;
     }
-    RawJsonText(const RawJsonText& o) : heap_(o.heap_), size_(o.size_), inline_(o.inline_)
+    RawJsonText(const RawJsonText& o)
+        : heap_(o.heap_), size_(o.size_), inline_(o.inline_), check_(o.check_)
     {
         if (inline_) std::memcpy(bytes_, o.bytes_, size_);
     }
@@ -88,6 +106,7 @@ public:
                        : heap_.capacity() - heap_.size() >= parse_padding;
     }
     bool is_inline() const noexcept { return inline_; }
+    Check check() const noexcept { return check_; }
 
     friend bool operator==(const RawJsonText& a, std::string_view b) noexcept
     {
@@ -109,6 +128,7 @@ private:
     std::string heap_;
     std::size_t size_ = 0;
     bool inline_ = false;
+    Check check_{};
     char bytes_[inline_capacity];
 };
 

@@ -45,6 +45,16 @@ public:
         return t > h ? static_cast<std::size_t>(t - h) : 0;
     }
 
+    // The consumer's note that its last pop filled a batch — records were waiting beyond it —
+    // for producers that can take work off it (JsonTextWriter validates a text itself then).
+    // On a line of its own, stored only when it changes: a producer's read stays a cache hit.
+    void note_backlog(bool behind) noexcept
+    {
+        if (backlog_.load(std::memory_order_relaxed) != behind)
+            backlog_.store(behind, std::memory_order_relaxed);
+    }
+    bool backlogged() const noexcept { return backlog_.load(std::memory_order_relaxed); }
+
 protected:
     RingPositions() = default;
     ~RingPositions() = default;
@@ -56,6 +66,8 @@ protected:
     std::uint64_t warmed_ = 0;    // warm_ahead(): cells before this position were read
     std::uint64_t warm_sum_ = 0;  // warm_ahead(): what the reads returned (otherwise unused)
     char pad_[cache_line - 3 * sizeof(std::uint64_t)]{};
+    alignas(cache_line) std::atomic<bool> backlog_{false};  // note_backlog()
+    char backlog_pad_[cache_line - sizeof(std::atomic<bool>)]{};
 };
 
 // Push is one CAS on the tail plus one release store; no lock, no allocation, no syscall.

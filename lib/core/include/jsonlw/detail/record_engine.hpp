@@ -69,6 +69,7 @@ public:
             // The pages the next pushes go to: past the tail while records still wait (a
             // full batch), else past the head, where the tail is now.
             ring_.warm_ahead(full ? ring_.claimed() : ring_.consumed(), Ring::warm_cells);
+            ring_.note_backlog(n > 0 && full);
             unit.popped(n);
         }
         if (n == 0) return false;
