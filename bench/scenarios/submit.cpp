@@ -133,11 +133,12 @@ void submit_scenario(const Config& cfg, Report& report)
                         "every call after the queue emptied posts it a wake-up (a post to the "
                         "io_context, from memory the writer owns: no allocation, but the "
                         "scheduler's mutex and maybe a system call)");
-    sec.notes.push_back("submit() moves a std::string built before the call into the queue "
-                        "(its buffer freed later on the I/O thread); submit(std::string_view) "
-                        "copies the line's bytes once into its queue cell (RawJsonText, inline "
-                        "up to 456 B: no allocation, nothing freed on another thread); "
-                        "submit(std::string(line)) times the string's allocation as well");
+    sec.notes.push_back("submit() of a std::string built before the call and "
+                        "submit(std::string_view) both copy the line's bytes once into its "
+                        "queue cell (RawJsonText, inline up to 456 B: no allocation, nothing "
+                        "freed on another thread; the string's own buffer is freed by its "
+                        "owner); submit(std::string(line)) times the string's allocation as "
+                        "well");
     const char* where[3] = {"on the loop thread", "on another thread",
                             "submit(std::string_view), on another thread"};
     for (int k = 0; k < 3; ++k) {
