@@ -72,7 +72,7 @@ Written write_texts(Mode mode, RawJsonOptions raw = {})
     for (std::size_t i = 0; i < texts.size(); ++i) {
         const bool check = mode == Mode::checked || (mode == Mode::alternating && i % 2 == 0);
         const RawJsonText::Check c = check ? enc->check_on_submit(texts[i]) : RawJsonText::Check{};
-        if (check) REQUIRE(c.verdict != RawJsonText::Checked::unchecked);
+        if (check) REQUIRE(c.verdict() != RawJsonText::Checked::unchecked);
         REQUIRE(w.submit(RawJsonText(RawJsonText::fits_inline_t{}, texts[i], c)) ==
                 SubmitResult::accepted);
     }
@@ -130,7 +130,7 @@ TEST_CASE("an invalid text checked on submit is dropped with simdjson's reason, 
             JsonlRecordWriter<RawJsonText> w(h.executor(), o, enc);
             h.start(w);
             const RawJsonText::Check c = check ? enc->check_on_submit(bad) : RawJsonText::Check{};
-            CHECK(c.verdict == (check ? RawJsonText::Checked::invalid : RawJsonText::Checked::unchecked));
+            CHECK(c.verdict() == (check ? RawJsonText::Checked::invalid : RawJsonText::Checked::unchecked));
             REQUIRE(w.submit(RawJsonText(RawJsonText::fits_inline_t{}, bad, c)) ==
                     SubmitResult::accepted);
             flush(w);

@@ -141,25 +141,26 @@ RawJsonEncoder::RawJsonEncoder(RawJsonOptions raw, const WriterOptions& writer) 
 
 RawJsonText::Check RawJsonEncoder::check_on_submit(std::string_view text) const noexcept
 {
-    RawJsonText::Check c;
-    if (!submit_checks_ || text.size() > RawJsonText::inline_capacity) return c;
+    using Checked = RawJsonText::Checked;
+    if (!submit_checks_ || text.size() > RawJsonText::inline_capacity) return {};
     SubmitChecks::Slot& slot = submit_checks_->mine();
-    if (slot.busy.exchange(true, std::memory_order_acquire)) return c;
+    if (slot.busy.exchange(true, std::memory_order_acquire)) return {};
     // Parsed in the slot's padded copy: simdjson reads past the text, and sized for it at
     // construction, the parser allocates nothing.
     std::memcpy(slot.text, text.data(), text.size());
     simdjson::dom::element root;
+    RawJsonText::Check c;
     if (const auto err = slot.parser.parse(slot.text, text.size(), false).get(root)) {
-        c.verdict = RawJsonText::Checked::invalid;
-        c.error = static_cast<std::uint8_t>(err);
+        c = {Checked::invalid, static_cast<std::uint8_t>(err)};
     } else if (!raw_.allow_any_value && root.type() != simdjson::dom::element_type::OBJECT) {
-        c.verdict = RawJsonText::Checked::not_object;
+        c = {Checked::not_object, 0};
     } else {
         const auto& impl = *slot.parser.implementation;
-        c.verdict = has_insignificant_ws(slot.text, 0, text.size(), impl.structural_indexes.get(),
-                                         0, impl.n_structural_indexes)
-                        ? RawJsonText::Checked::minify
-                        : RawJsonText::Checked::compact;
+        c = {has_insignificant_ws(slot.text, 0, text.size(), impl.structural_indexes.get(), 0,
+                                  impl.n_structural_indexes)
+                 ? Checked::minify
+                 : Checked::compact,
+             0};
     }
     ++slot.checked;
     slot.busy.store(false, std::memory_order_release);
@@ -209,7 +210,7 @@ void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
     // Records their submitter checked (check_on_submit()) carry their verdict: left out.
     std::size_t total = 0, unchecked = 0;
     for (const RawJsonText& t : batch)
-        if (t.check().verdict == RawJsonText::Checked::unchecked) total += t.size() + 1, ++unchecked;
+        if (t.check().verdict() == RawJsonText::Checked::unchecked) total += t.size() + 1, ++unchecked;
     if (unchecked < 2 || total > max_stream_bytes) return;
     try {
         v.joined.resize(total + simdjson::SIMDJSON_PADDING);
@@ -221,7 +222,7 @@ void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
     }
     char* out = v.joined.data();
     for (std::size_t i = 0, j = 0; i < batch.size(); ++i) {
-        if (batch[i].check().verdict != RawJsonText::Checked::unchecked) continue;
+        if (batch[i].check().verdict() != RawJsonText::Checked::unchecked) continue;
         v.order[j] = i;
         v.starts[j++] = static_cast<std::size_t>(out - v.joined.data());
         std::memcpy(out, batch[i].data(), batch[i].size());
@@ -296,14 +297,14 @@ void RawJsonEncoder::serialize(const RawJsonText& text, JsonLine& line)
     if (raw_.validation == RawJsonValidation::trusted) return serialize_trusted(text, line);
     Validator& v = validator();
     Verdict verdict = Verdict::unknown;
-    switch (text.check().verdict) {  // what its submitter found (check_on_submit())
+    switch (text.check().verdict()) {  // what its submitter found (check_on_submit())
     case RawJsonText::Checked::compact: verdict = Verdict::compact; break;
     case RawJsonText::Checked::minify: verdict = Verdict::minify; break;
     case RawJsonText::Checked::not_object: verdict = Verdict::not_object; break;
     case RawJsonText::Checked::invalid:
         throw MalformedRecord(fmt::format(
             "invalid JSON: {}",
-            simdjson::error_message(static_cast<simdjson::error_code>(text.check().error))));
+            simdjson::error_message(static_cast<simdjson::error_code>(text.check().error()))));
     case RawJsonText::Checked::unchecked:
         if (!v.batch.empty() && &text >= v.batch.data() &&
             &text < v.batch.data() + v.batch.size())

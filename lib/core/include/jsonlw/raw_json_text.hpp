@@ -25,9 +25,19 @@ public:
     // short text, while the writer is behind: raw_json_encoder.hpp), so the encoder does not
     // parse it again; `unchecked` for every other text.
     enum class Checked : std::uint8_t { unchecked, compact, minify, not_object, invalid };
-    struct Check {
-        Checked verdict = Checked::unchecked;
-        std::uint8_t error = 0;  // Checked::invalid: simdjson's error_code
+    // A verdict only RawJsonEncoder::check_on_submit() makes (a default one is `unchecked`),
+    // so no caller can have a text written unparsed by claiming it valid.
+    class Check {
+    public:
+        Check() noexcept = default;
+        Checked verdict() const noexcept { return verdict_; }
+        std::uint8_t error() const noexcept { return error_; }  // invalid: simdjson's error_code
+
+    private:
+        friend class RawJsonEncoder;
+        Check(Checked verdict, std::uint8_t error) noexcept : verdict_(verdict), error_(error) {}
+        Checked verdict_ = Checked::unchecked;
+        std::uint8_t error_ = 0;
     };
 
     RawJsonText() noexcept = default;

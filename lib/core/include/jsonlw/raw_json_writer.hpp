@@ -42,7 +42,7 @@ public:
         if (text.size() <= RawJsonText::inline_capacity) {
             if (checks_ && backlogged()) [[unlikely]] {
                 const RawJsonText::Check c = checks_->check_on_submit(text);
-                if (c.verdict != RawJsonText::Checked::unchecked)
+                if (c.verdict() != RawJsonText::Checked::unchecked)
                     return emplace(RawJsonText::fits_inline_t{}, text, c);
             }
             return emplace(RawJsonText::fits_inline_t{}, text);
