@@ -1,5 +1,6 @@
-// When records reach the file without a flush: a lone record with or without flush_interval, a
-// full batch at once under a long flush_interval, and flush and close never waiting for it.
+// When records reach the file without a flush: a lone record with or without flush_interval
+// (after an idle spell too, within flush_interval), a full batch at once under a long
+// flush_interval, and flush and close never waiting for it.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
@@ -7,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace jsonlw_test;
@@ -29,6 +31,19 @@ void check_closed(TestWriter& w, std::uint64_t n)
     const auto report = close(w);
     CHECK(report.drained);
     CHECK(report.stats.written == n);
+}
+
+// After `spell` with no record (the drain backing off all the while), submits one record and
+// returns how long it took to be written.
+std::chrono::steady_clock::duration after_idle_spell(TestWriter& w, std::chrono::milliseconds spell,
+                                                     int id)
+{
+    std::this_thread::sleep_for(spell);  // the idle spell itself, not a wait for an event
+    const auto before = w.stats().written;
+    const auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(w.submit(rec(id)) == SubmitResult::accepted);
+    REQUIRE(wait_until([&] { return w.stats().written == before + 1; }));
+    return std::chrono::steady_clock::now() - t0;
 }
 
 }  // namespace
@@ -127,4 +142,38 @@ TEST_CASE("without flush_interval a lone record also reaches the file without a 
     h.start(w);
     REQUIRE(w.submit(rec(7)) == SubmitResult::accepted);
     CHECK(wait_until([&] { return count_lines(w.file_path()) == 1; }));
+}
+
+TEST_CASE("after an idle spell a lone record is written within flush_interval, however far idle_poll_max lets the drain back off",
+          "[integration][writer][flush]")
+{
+    using namespace std::chrono_literals;
+    Harness h;
+    // Without flush_interval's bound, quiet looks doubling from 1 ms after the first 50 ms
+    // look at about 0.05 + 0.002 + ... + 0.512 = 1.07 s, then not until about 2.1 s: a record
+    // submitted 1.2 s into the spell would wait ~0.9 s, plus its 100 ms linger.
+    auto o = h.options();
+    o.flush_interval = 100ms;
+    o.idle_poll = 1ms;
+    o.idle_poll_max = std::chrono::hours(1);
+    TestWriter w(h.executor(), o);
+    h.start(w);
+    // Slack for a loaded machine (sanitizers, two tests at once): the append, the timer.
+    constexpr auto slack = 200ms;
+    for (int round = 0; round < 3; ++round) {
+        INFO("round " << round);
+        CHECK(after_idle_spell(w, 1200ms, round) < o.flush_interval + slack);
+    }
+    // Without flush_interval the bound is idle_poll_max.
+    auto q = h.options();
+    q.stem = "quiet";
+    q.idle_poll_max = 150ms;
+    TestWriter v(h.executor(), q);
+    h.start(v);
+    for (int round = 0; round < 2; ++round) {
+        INFO("round " << round);
+        CHECK(after_idle_spell(v, 1s, 10 + round) < q.idle_poll_max + slack);
+    }
+    check_closed(w, 3);
+    check_closed(v, 2);
 }

@@ -48,7 +48,9 @@ struct WriterOptions {
     std::size_t batch_bytes = std::size_t{1} << 20;
     // Longest a record waits for its batch to fill before it is written (default 0: write as
     // soon as the drain wakes; the batch then holds whatever was queued). The wait ends early
-    // at batch_records waiting, or at a quarter of queue_capacity if that is fewer.
+    // at batch_records waiting, or at a quarter of queue_capacity if that is fewer. Counted
+    // from the drain's last look at an empty queue, and the idle drain looks at least this
+    // often (never more often than idle_poll): a record to an idle writer is written within it.
     std::chrono::milliseconds flush_interval{0};
     // What submit() does when the queue is full (default drop_newest).
     Overflow overflow = Overflow::drop_newest;
@@ -76,7 +78,8 @@ struct WriterOptions {
     // burst, when a quarter of the queue waits before the drain's next look: then one
     // submit() posts it a wake-up (docs/queue.md). After 50 ms without a record each quiet
     // look doubles the interval, up to idle_poll_max. A record waits for the drain at most
-    // idle_poll while records keep coming, at most idle_poll_max after an idle spell.
+    // idle_poll while records keep coming, at most idle_poll_max after an idle spell — or
+    // flush_interval, when one is set and shorter: it bounds the back-off too.
     // 0: park at once instead — no idle CPU, but the first submit after the queue emptied
     // posts a wake-up to your executor (its lock, maybe a system call), and so does a full
     // batch while the drain lingers for flush_interval.

@@ -141,8 +141,7 @@ asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
         empty_since_ = now;
         poll_interval_ = opts_.idle_poll;
     } else if (now - *empty_since_ >= backoff_after) {
-        poll_interval_ = std::min<clock::duration>(
-            2 * poll_interval_, std::max<clock::duration>(opts_.idle_poll, opts_.idle_poll_max));
+        poll_interval_ = std::min<clock::duration>(2 * poll_interval_, longest_poll());
     }
     auto wait = clock::duration::max();
     if (fsync_due_) wait = std::max(clock::duration::zero(), *fsync_due_ - now);
@@ -150,6 +149,7 @@ asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
         wait = std::min<clock::duration>(wait, std::max(clock::duration::zero(), *tick_due_ - now));
     const bool poll = polling();
     if (poll) {
+        quiet_look_ = now;  // the caller's look just found the queue empty
         wait = std::min(wait, poll_interval_);
     } else {
         doorbell_.store(parked, std::memory_order_seq_cst);
@@ -178,10 +178,18 @@ asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
     co_return true;
 }
 
-asio::awaitable<bool> Drain::linger(std::uint64_t consumed)
+clock::duration Drain::longest_poll() const noexcept
+{
+    const clock::duration floor = opts_.idle_poll;
+    const clock::duration most = std::max<clock::duration>(floor, opts_.idle_poll_max);
+    if (opts_.flush_interval.count() == 0) return most;
+    return std::min(most, std::max<clock::duration>(floor, opts_.flush_interval));
+}
+
+asio::awaitable<bool> Drain::linger(std::uint64_t consumed, clock::time_point since)
 {
     WriterCore::Impl& d = *core_.impl_;
-    const auto until = clock::now() + opts_.flush_interval;
+    const auto until = since + opts_.flush_interval;
     const std::uint64_t target = linger_target();
     const auto filled = [&] { return core_.ring_->claimed() - consumed >= target; };
     if (polling()) {
@@ -255,9 +263,13 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
             continue;
         }
         empty_since_.reset();
+        // Polling, the records seen now came after the last quiet look: their linger counts
+        // from it, not from now (parked, the first of them woke the drain at once).
+        const auto since = polling() && quiet_look_ ? *quiet_look_ : clock::now();
+        quiet_look_.reset();
         if (opts_.flush_interval.count() > 0 && !closing_ && !d.waiters.flushing() &&
             claimed - consumed < linger_target()) {
-            if (!co_await linger(consumed)) break;
+            if (!co_await linger(consumed, since)) break;
         }
         yield_hop_.store(closing_ || d.waiters.flushing(), std::memory_order_relaxed);
         co_await on_io(IoTask::step);

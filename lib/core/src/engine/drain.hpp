@@ -104,9 +104,14 @@ private:
     // submit, a flush or a close; either way at most until a due fsync or sink tick.
     // Returns false when the writer is gone.
     boost::asio::awaitable<bool> idle(std::uint64_t consumed);
-    // The strand, with fewer than linger_target() waiting: give them up to flush_interval to
-    // grow to it (polling: looking every idle_poll). Returns false when the writer is gone.
-    boost::asio::awaitable<bool> linger(std::uint64_t consumed);
+    // The strand, with fewer than linger_target() waiting: give them until `since` +
+    // flush_interval to grow to it (polling: looking every idle_poll), where `since` is the
+    // earliest any of them can have been queued. Returns false when the writer is gone.
+    boost::asio::awaitable<bool> linger(std::uint64_t consumed, clock::time_point since);
+    // The longest idle() sleeps between two looks: idle_poll_max, but no longer than
+    // flush_interval when one is set (never below idle_poll) — so a record submitted to an
+    // idle writer is seen, and written, within flush_interval.
+    clock::duration longest_poll() const noexcept;
     // Records that end a linger: a full batch, or a quarter of the queue when a batch is
     // larger (a linger must not hold back a queue that overflow would soon refuse).
     std::uint64_t linger_target() const noexcept
@@ -136,6 +141,9 @@ private:
     bool closing_ = false;
     std::optional<clock::time_point> empty_since_;  // when the drain found the queue empty
     clock::duration poll_interval_{};               // the idle poll's current interval
+    // Polling: when the drain last found the queue empty — every record it sees next was
+    // queued after it.
+    std::optional<clock::time_point> quiet_look_;
     std::optional<clock::time_point> fsync_due_;    // Durability::fsync_interval's next fsync
     std::optional<clock::time_point> tick_due_;     // the sink's next tick()
     // Written by an I/O task, read on the strand after its completion (the hop orders them).
