@@ -151,6 +151,18 @@ ThroughputResult fprintf_throughput(const ThroughputSpec& s)
     });
 }
 
+ThroughputResult fprintf_owned_throughput(const ThroughputSpec& s)
+{
+    return fprintf_mutex_throughput(s, "fprintf-owned.jsonl", s.pool->line_bytes, [&s] {
+        // A new string per record, as submit(std::string(line)) builds one: the move-assign
+        // frees the previous record's buffer, so each record costs one malloc and one free.
+        return [&s, held = std::string()](std::size_t i) mutable {
+            held = std::string(s.pool->at(i));
+            return std::optional<std::string_view>(held);
+        };
+    });
+}
+
 ThroughputResult fprintf_validated_throughput(const ThroughputSpec& s)
 {
     return fprintf_mutex_throughput(s, "fprintf-validated.jsonl", s.pool->line_bytes, [&s] {

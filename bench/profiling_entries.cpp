@@ -48,15 +48,29 @@ bool profile_run(const std::string& kind, const Config& cfg)
                              human(static_cast<double>(n) / seconds),
                              problem.empty() ? "" : " PROBLEM: " + problem));
     };
-    const bool trusted = kind.ends_with("-trusted");
-    const std::string base = trusted ? kind.substr(0, kind.size() - 8) : kind;
+    // raw-SIZE[-xN][-view][-trusted]: N producers (default 1), submit(std::string_view)
+    // instead of a std::string built per record.
+    std::string base = kind;
+    const auto strip = [&base](std::string_view suffix) {
+        if (!base.ends_with(suffix)) return false;
+        base.resize(base.size() - suffix.size());
+        return true;
+    };
+    const bool trusted = strip("-trusted");
+    const bool view = strip("-view");
+    int producers = 1;
+    for (int n = 2; n <= 8; ++n)
+        if (strip(fmt::format("-x{}", n))) producers = n;
     if (base == "raw-250" || base == "raw-1k" || base == "raw-4k") {
         const std::size_t size = base == "raw-250" ? 250 : base == "raw-1k" ? 1024 : 4096;
         const LinePool pool = make_pool(size);
         const std::size_t records = std::max<std::size_t>(1000, cfg.records * 250 / size);
-        ThroughputSpec spec{&pool, records, 1, cfg.dir, nullptr};
+        ThroughputSpec spec{&pool, records, producers, cfg.dir, nullptr};
+        spec.submit_view = view;
         const ThroughputResult r = jsonlw_raw_throughput(spec, trusted);
-        report("RawJsonWriter " + pool.label, r.seconds, records, r.problem);
+        report(fmt::format("RawJsonWriter {}, {} producer(s){}", pool.label, producers,
+                           view ? ", submit(string_view)" : ""),
+               r.seconds, records, r.problem);
     } else if (kind == "perf-seed") {
         const WriterWorkload wl = perf_metrics_workload(0);
         const std::size_t records = std::max<std::size_t>(1000, cfg.records * 250 / wl.lines.line_bytes);

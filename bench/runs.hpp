@@ -73,6 +73,9 @@ ThroughputResult raw_output_fmt_throughput(const WriterWorkload& w, const Throug
 double writer_serialize_seconds(const WriterWorkload& w, std::size_t iterations);
 ThroughputResult write_limit_throughput(const ThroughputSpec& s);
 ThroughputResult fprintf_throughput(const ThroughputSpec& s);
+// fprintf_throughput, but each producer builds a std::string per record first (malloc, copy,
+// free: the work jsonlw's submit(std::string&&) rows have their producers do).
+ThroughputResult fprintf_owned_throughput(const ThroughputSpec& s);
 // The same guarantee as RawJsonWriter's full validation, by hand: each producer parses the
 // line with simdjson (DOM: the whole line, UTF-8 included; an object), minifies it, then
 // fprintf()s it under a std::mutex. A line that fails is counted and not written.
@@ -120,16 +123,18 @@ struct SubmitCostResult {
 };
 
 SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s);
-// A writer with the default options left idle for `seconds` after one record (its drain
-// polling every idle_poll): the process's CPU time over that spell (nothing else runs), and
-// how long a record submitted then took to be written (stats().written, polled every 50 us).
+// A writer with the default options (but `flush_interval`) left idle for `seconds` after one
+// record (its drain polling every idle_poll, backing off to idle_poll_max or flush_interval):
+// the process's CPU time over that spell (nothing else runs), and how long a record submitted
+// then took to be written (stats().written, polled every 50 us).
 struct IdleCostResult {
     double cpu_share = 0;       // CPU seconds / wall seconds (1 = one core)
     double wake_ms = 0;         // submit() after the spell until the record is written
     std::uint64_t wakeups = 0;  // wake-ups producers posted to the drain (drain_wakeups())
     std::string problem;
 };
-IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds);
+IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds,
+                                std::chrono::milliseconds flush_interval = {});
 
 // A Quill-style frontend: the caller copies the line into a preallocated single-producer
 // ring of s.ring_bytes (touched before the first call) that a thread of its own polls,

@@ -134,7 +134,8 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
     return r;
 }
 
-IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds)
+IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds,
+                                std::chrono::milliseconds flush_interval)
 {
     IdleCostResult r;
     const auto written = [](const jsonlw::RawJsonWriter& w, std::uint64_t n) {
@@ -152,13 +153,14 @@ IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds
                                                      .directory = dir,
                                                      .stem = "idle",
                                                      .subject = "bench",
+                                                     .flush_interval = flush_interval,
                                                      .log = logs.sink(),
                                                  });
         w.start();
         w.submit(std::string_view(R"({"idle":0})"));
         if (!written(w, 1)) r.problem = "the first record was not written in 10 s";
         // The spell: the drain polls every idle_poll (1 ms), after 50 ms backing off to
-        // idle_poll_max (8 ms).
+        // idle_poll_max (8 ms), or to flush_interval when that is shorter.
         const double c0 = process_cpu_seconds();
         const auto t0 = SteadyClock::now();
         std::this_thread::sleep_for(std::chrono::duration<double>(seconds));

@@ -72,6 +72,11 @@ void throughput_scenario(const Config& cfg, Report& report)
                      "freed on its I/O thread (what submit(std::string&&) did before it copied "
                      "texts of up to 456 B into the queue cell)", true});
             for (CellVariant& c : plain_baselines(raw_trusted_view)) cells.push_back(std::move(c));
+            if (size == 250)
+                cells.push_back({fprintf_owned_row, fprintf_owned_throughput,
+                                 "no validation: each producer builds a std::string per record, as "
+                                 "the submit(std::string&&) rows do, and fprintf()s it",
+                                 false, raw_trusted});
             cells.push_back({validated_row, fprintf_validated_throughput,
                              "validates: each producer parses (simdjson DOM) and minifies the "
                              "line, then fprintf()s it",
@@ -124,6 +129,8 @@ void throughput_scenario(const Config& cfg, Report& report)
                 for (const Validated& v :
                      {Validated{raw_full, ", submit(std::string&&)", fprintf_row,
                                 "fprintf+mutex (no validation)", 1.0},
+                      Validated{raw_full, ", submit(std::string&&)", fprintf_owned_row,
+                                "fprintf+mutex of the same std::string (no validation)", 1.0},
                       Validated{raw_full_view, ", submit(std::string_view)", fprintf_row,
                                 "fprintf+mutex (no validation)", 1.0},
                       Validated{raw_full_view, "", validated_row, equal_work, 1.2},

@@ -47,6 +47,7 @@ std::optional<double> ratio_between(const Section& sec, const std::string& a, co
 
 inline const char* const limit_row = "write() 1 MiB chunks (limit)";
 inline const char* const fprintf_row = "fprintf + std::mutex";
+inline const char* const fprintf_owned_row = "fprintf + std::mutex, a std::string per record";
 
 // The goal: the writer's bytes/s at least 30 % of the write() limit's in this cell.
 void limit_goal(Report& report, const Section& sec, const std::string& writer,
