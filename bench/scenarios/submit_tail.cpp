@@ -186,41 +186,37 @@ void submit_tail_scenario(const Config& cfg, Report& report)
     idle.scenario = "submit-tail";
     idle.title = fmt::format("an idle writer (default options, {} s without records after one)",
                              spell);
-    Row cpu{.variant = "jsonlw RawJsonWriter, idle: CPU of all its threads", .unit = "% of a core"};
-    cpu.higher_is_better = false;
-    Row wake{.variant = "  a record submitted after the spell: written after", .unit = "ms"};
-    wake.higher_is_better = false;
+    // The CPU over the spell and the record's wait after it, one row each, for a writer with
+    // `flush_interval` (0: the defaults; it bounds the back-off too).
     std::uint64_t wakeups = 0;
-    for (int i = 0; i < cfg.pairs; ++i) {
-        const IdleCostResult r = jsonlw_idle_cost(cfg.dir, spell);
-        progress(fmt::format("idle writer {}/{}: {:.3f} % of a core, woken in {:.2f} ms{}", i + 1,
-                             cfg.pairs, r.cpu_share * 100, r.wake_ms,
-                             r.problem.empty() ? "" : " PROBLEM: " + r.problem));
-        cpu.values.v.push_back(r.cpu_share * 100);
-        wake.values.v.push_back(r.wake_ms);
-        wakeups += r.wakeups;
-        if (cpu.problem.empty()) cpu.problem = r.problem;
-    }
-    cpu.extra = {{"wake-ups producers posted, all runs", static_cast<double>(wakeups)}};
+    const auto idle_rows = [&](std::chrono::milliseconds flush, std::string cpu_label) {
+        Row cpu{.variant = std::move(cpu_label), .unit = "% of a core"};
+        Row wake{.variant = "  a record submitted after the spell: written after", .unit = "ms"};
+        cpu.higher_is_better = wake.higher_is_better = false;
+        for (int i = 0; i < cfg.pairs; ++i) {
+            const IdleCostResult r = jsonlw_idle_cost(cfg.dir, spell, flush);
+            progress(fmt::format("idle writer, flush_interval {} ms, {}/{}: {:.3f} % of a core, "
+                                 "woken in {:.2f} ms{}",
+                                 flush.count(), i + 1, cfg.pairs, r.cpu_share * 100, r.wake_ms,
+                                 r.problem.empty() ? "" : " PROBLEM: " + r.problem));
+            cpu.values.v.push_back(r.cpu_share * 100);
+            wake.values.v.push_back(r.wake_ms);
+            wakeups += r.wakeups;
+            if (cpu.problem.empty()) cpu.problem = r.problem;
+        }
+        return std::pair{std::move(cpu), std::move(wake)};
+    };
+    auto [cpu, wake] = idle_rows({}, "jsonlw RawJsonWriter, idle: CPU of all its threads");
     report.goals.push_back(make_goal("idle writer: CPU of its threads", "<=", 1.0,
                                      cpu.values.median(), "% of a core"));
-    // flush_interval bounds the back-off too: what a shorter bound after a spell costs.
     std::vector<Row> bounded;
     for (const auto ms : {std::chrono::milliseconds(4), std::chrono::milliseconds(2)}) {
-        Row c{.variant = fmt::format("jsonlw RawJsonWriter, flush_interval {} ms, idle: CPU",
-                                     ms.count()),
-              .unit = "% of a core"};
-        Row w{.variant = "  a record submitted after the spell: written after", .unit = "ms"};
-        c.higher_is_better = w.higher_is_better = false;
-        for (int i = 0; i < cfg.pairs; ++i) {
-            const IdleCostResult r = jsonlw_idle_cost(cfg.dir, spell, ms);
-            c.values.v.push_back(r.cpu_share * 100);
-            w.values.v.push_back(r.wake_ms);
-            if (c.problem.empty()) c.problem = r.problem;
-        }
+        auto [c, w] = idle_rows(
+            ms, fmt::format("jsonlw RawJsonWriter, flush_interval {} ms, idle: CPU", ms.count()));
         bounded.push_back(std::move(c));
         bounded.push_back(std::move(w));
     }
+    cpu.extra = {{"wake-ups producers posted, all runs", static_cast<double>(wakeups)}};
     // The floor: what looking at all costs here, whatever is looked at.
     Row timer1{.variant = "  floor: a bare Asio timer every 1 ms on a bare loop", .unit = "% of a core"};
     Row timer8{.variant = "  floor: the same every 8 ms (idle_poll_max)", .unit = "% of a core"};
@@ -229,7 +225,7 @@ void submit_tail_scenario(const Config& cfg, Report& report)
         timer1.values.v.push_back(100 * timer_floor_cpu_share(std::chrono::milliseconds(1), spell));
         timer8.values.v.push_back(100 * timer_floor_cpu_share(std::chrono::milliseconds(8), spell));
     }
-    idle.rows = {cpu, wake};
+    idle.rows = {std::move(cpu), std::move(wake)};
     for (Row& r : bounded) idle.rows.push_back(std::move(r));
     idle.rows.push_back(std::move(timer1));
     idle.rows.push_back(std::move(timer8));
