@@ -1,5 +1,6 @@
 // RawJsonEncoder (raw_json_encoder.hpp): validation and minification of JSON text records,
 // batch by batch; and the RawJsonWriter preset that uses it.
+#include <jsonlw/detail/json_grammar_check.hpp>
 #include <jsonlw/detail/json_minifier.hpp>
 #include <jsonlw/raw_json_encoder.hpp>
 #include <jsonlw/raw_json_writer.hpp>
@@ -29,6 +30,7 @@ enum class Verdict : std::uint8_t {
     compact,     // valid, no whitespace outside strings: copied as is
     minify,      // valid, has whitespace outside strings
     not_object,  // valid, but not an object (and allow_any_value is off)
+    invalid,     // not one valid JSON text (decide(): its error says why)
 };
 
 // Whether the valid JSON value in [p + rs, p + re), whose structural indexes (simdjson
@@ -52,6 +54,41 @@ bool has_insignificant_ws(const char* p, std::size_t rs, std::size_t re, const s
     return std::min(m0, m1) <= 0x20;
 }
 
+// The verdict on one text [p, p + n), followed by simdjson::SIMDJSON_PADDING readable bytes:
+// simdjson's stage 1 and the grammar walk (detail/json_grammar_check.hpp) when they decide
+// it — no tape built — else a full DOM parse, whose error `err` then holds. `parser` has
+// room for n bytes, or is given it (an allocation only when a longer text than any before
+// arrives). Objects only unless `allow_any`.
+Verdict decide(simdjson::dom::parser& parser, const char* p, std::size_t n, bool allow_any,
+               simdjson::error_code& err) noexcept
+{
+    err = simdjson::SUCCESS;
+    if (n > 0 && (parser.capacity() >= n || !parser.allocate(n, parser.max_depth()))) {
+        auto& impl = *parser.implementation;
+        if (!impl.stage1(reinterpret_cast<const std::uint8_t*>(p), n,
+                         simdjson::stage1_mode::regular)) {
+            const std::uint32_t count = impl.n_structural_indexes;
+            const std::uint32_t* idx = impl.structural_indexes.get();
+            const detail::GrammarWalk walk = detail::check_json_grammar(p, idx, 0, count, n);
+            if (walk.verdict != detail::GrammarVerdict::unsure && walk.next == count) {
+                if (!allow_any && walk.verdict != detail::GrammarVerdict::object)
+                    return Verdict::not_object;
+                return has_insignificant_ws(p, 0, n, idx, 0, count) ? Verdict::minify
+                                                                    : Verdict::compact;
+            }
+        }
+    }
+    simdjson::dom::element root;
+    if ((err = parser.parse(p, n, false).get(root))) return Verdict::invalid;
+    if (!allow_any && root.type() != simdjson::dom::element_type::OBJECT)
+        return Verdict::not_object;
+    const auto& impl = *parser.implementation;
+    return has_insignificant_ws(p, 0, n, impl.structural_indexes.get(), 0,
+                                impl.n_structural_indexes)
+               ? Verdict::minify
+               : Verdict::compact;
+}
+
 // Above this many bytes a batch is validated record by record: the parser's buffers grow to
 // the largest input they see (about 13 bytes per input byte), so a cap bounds its memory.
 constexpr std::size_t max_stream_bytes = 256 * 1024;
@@ -62,6 +99,7 @@ struct RawJsonEncoder::Validator {
     simdjson::dom::parser parser;
     detail::JsonMinifier minifier;        // the minify step; `parser` does the parse
     std::string scratch;                  // trusted mode: a record with CR/LF replaced
+    std::vector<char> padded;             // a record copied with simdjson's padding after it
     std::vector<char> joined;             // the batch's unchecked records, '\n' after each, padded
     std::vector<std::size_t> starts;      // offset of each of them in `joined`
     std::vector<std::size_t> order;       // their indexes in `batch`
@@ -148,19 +186,14 @@ RawJsonText::Check RawJsonEncoder::check_on_submit(std::string_view text) const 
     // Parsed in the slot's padded copy: simdjson reads past the text, and sized for it at
     // construction, the parser allocates nothing.
     std::memcpy(slot.text, text.data(), text.size());
-    simdjson::dom::element root;
+    simdjson::error_code err;
     RawJsonText::Check c;
-    if (const auto err = slot.parser.parse(slot.text, text.size(), false).get(root)) {
-        c = {Checked::invalid, static_cast<std::uint8_t>(err)};
-    } else if (!raw_.allow_any_value && root.type() != simdjson::dom::element_type::OBJECT) {
-        c = {Checked::not_object, 0};
-    } else {
-        const auto& impl = *slot.parser.implementation;
-        c = {has_insignificant_ws(slot.text, 0, text.size(), impl.structural_indexes.get(), 0,
-                                  impl.n_structural_indexes)
-                 ? Checked::minify
-                 : Checked::compact,
-             0};
+    switch (decide(slot.parser, slot.text, text.size(), raw_.allow_any_value, err)) {
+    case Verdict::compact: c = {Checked::compact, 0}; break;
+    case Verdict::minify: c = {Checked::minify, 0}; break;
+    case Verdict::not_object: c = {Checked::not_object, 0}; break;
+    case Verdict::invalid:
+    case Verdict::unknown: c = {Checked::invalid, static_cast<std::uint8_t>(err)}; break;
     }
     ++slot.checked;
     slot.busy.store(false, std::memory_order_release);
@@ -232,43 +265,41 @@ void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
     std::memset(out, ' ', simdjson::SIMDJSON_PADDING);
     v.batch = batch;
 
-    // One window (batch_size >= total): stage 1 once over the batch, no worker thread. A
-    // document is credited to record i only if it starts in record i, is an object or array,
-    // and nothing but whitespace follows it in the record; at the first document that is
-    // not (or at a parse error, after which the stream ends), the rest of the batch is left
-    // to serialize(), record by record.
-    simdjson::dom::document_stream stream;
-    if (v.parser.parse_many(v.joined.data(), total, std::max<std::size_t>(total, 1024))
-            .get(stream))
+    // Stage 1 once over the batch, then the grammar walk (detail/json_grammar_check.hpp)
+    // document by document: no tape is built. A document is credited to record i only if
+    // nothing but whitespace precedes it in the record, it is an object or array the walk
+    // decides, and no structural follows it in the record. At the first record that is not
+    // (or at a stage 1 error), the rest of the batch is left to serialize(), record by record:
+    // a record credited so far is valid JSON, so stage 1 read every record up to the next
+    // one with its strings where they are.
+    if (v.parser.capacity() < total && v.parser.allocate(total, v.parser.max_depth())) return;
+    auto& impl = *v.parser.implementation;
+    if (impl.stage1(reinterpret_cast<const std::uint8_t*>(v.joined.data()), total,
+                    simdjson::stage1_mode::regular))
         return;
-    std::size_t i = 0;  // the stream's documents so far: v.order[i] is the next one's record
-    std::size_t f = 0;  // index of the current document's first structural
-    for (auto it = stream.begin(); it != stream.end() && i < unchecked; ++it) {
-        simdjson::dom::element root;
-        if ((*it).get(root)) break;
-        // The stream's first step allocates the parser's implementation: read it after.
-        const auto& impl = *v.parser.implementation;
-        const std::size_t cur = it.current_index();
+    const std::uint32_t* idx = impl.structural_indexes.get();
+    const std::uint32_t count = impl.n_structural_indexes;
+    const char* p = v.joined.data();
+    std::size_t i = 0;    // records credited so far: v.order[i] is the next one
+    std::uint32_t f = 0;  // index of the next document's first structural
+    for (; i < unchecked && f < count; ++i) {
         const std::size_t rs = v.starts[i];
         const std::size_t re = rs + batch[v.order[i]].size();
-        if (cur < rs || cur >= re || impl.structural_indexes[f] != cur) break;
-        const char first = v.joined[cur];
-        if (first != '{' && first != '[') break;  // a scalar's end is not recorded: alone
-        const std::size_t g = impl.next_structural_index;
-        const std::size_t end = std::size_t{impl.structural_indexes[g - 1]} + 1;
-        if (end > re) break;
-        bool tail_ws = true;
-        for (std::size_t k = end; k < re; ++k) tail_ws = tail_ws && is_ws(v.joined[k]);
-        if (!tail_ws) break;
+        if (idx[f] < rs || idx[f] >= re) break;
+        bool head_ws = true;
+        for (std::size_t k = rs; k < idx[f]; ++k) head_ws = head_ws && is_ws(p[k]);
+        if (!head_ws) break;
+        const detail::GrammarWalk walk = detail::check_json_grammar(p, idx, f, count, re);
+        if (walk.verdict == detail::GrammarVerdict::unsure) break;
+        const std::uint32_t g = walk.next;
+        if (g < count && idx[g] < re) break;
         Verdict& verdict = v.verdicts[v.order[i]];
-        if (!raw_.allow_any_value && first != '{') verdict = Verdict::not_object;
+        if (!raw_.allow_any_value && walk.verdict != detail::GrammarVerdict::object)
+            verdict = Verdict::not_object;
         else
-            verdict = has_insignificant_ws(v.joined.data(), rs, re, impl.structural_indexes.get(),
-                                           f, g)
-                          ? Verdict::minify
-                          : Verdict::compact;
+            verdict = has_insignificant_ws(p, rs, re, idx, f, g) ? Verdict::minify
+                                                                 : Verdict::compact;
         f = g;
-        ++i;
     }
     v.batch_decided += i;
 }
@@ -312,23 +343,19 @@ void RawJsonEncoder::serialize(const RawJsonText& text, JsonLine& line)
         break;
     }
     if (verdict == Verdict::unknown) {
-        // A string with enough spare capacity is parsed in place; otherwise simdjson copies
-        // it into its padded buffer.
+        // A text with simdjson's padding after it (an inline one up to 392 bytes, a string
+        // with spare capacity) is read where it lies; another is copied into `padded` first.
         static_assert(RawJsonText::parse_padding >= simdjson::SIMDJSON_PADDING);
-        const bool padded = text.padded();
-        simdjson::dom::element root;
-        if (const auto err = v.parser.parse(text.data(), text.size(), !padded).get(root))
-            throw MalformedRecord(fmt::format("invalid JSON: {}", simdjson::error_message(err)));
-        if (!raw_.allow_any_value && root.type() != simdjson::dom::element_type::OBJECT)
-            verdict = Verdict::not_object;
-        else {
-            const auto& impl = *v.parser.implementation;
-            verdict = has_insignificant_ws(text.data(), 0, text.size(),
-                                           impl.structural_indexes.get(), 0,
-                                           impl.n_structural_indexes)
-                          ? Verdict::minify
-                          : Verdict::compact;
+        const char* p = text.data();
+        if (!text.padded()) {
+            v.padded.resize(text.size() + simdjson::SIMDJSON_PADDING);
+            std::memcpy(v.padded.data(), p, text.size());
+            p = v.padded.data();
         }
+        simdjson::error_code err;
+        verdict = decide(v.parser, p, text.size(), raw_.allow_any_value, err);
+        if (verdict == Verdict::invalid)
+            throw MalformedRecord(fmt::format("invalid JSON: {}", simdjson::error_message(err)));
     }
     switch (verdict) {
     case Verdict::not_object:
@@ -338,6 +365,7 @@ void RawJsonEncoder::serialize(const RawJsonText& text, JsonLine& line)
         return;
     case Verdict::minify:
     case Verdict::unknown:
+    case Verdict::invalid:
         break;
     }
     ++v.minify_passes;

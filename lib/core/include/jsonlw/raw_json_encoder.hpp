@@ -1,6 +1,6 @@
 // RawJsonEncoder: RawJsonWriter's encoder — a record that is a JSON text, validated (simdjson)
-// and minified as one line (RawJsonValidation), its batches validated as one document
-// stream. For a JsonlRecordWriter<RawJsonText> with another layout or sink:
+// and minified as one line (RawJsonValidation), its batches indexed as one text and walked
+// record by record. For a JsonlRecordWriter<RawJsonText> with another layout or sink:
 //     JsonlRecordWriter<RawJsonText> w(ex, opts, std::make_shared<RawJsonEncoder>(raw, opts));
 // Runs on the writer's I/O thread and its serializer helpers (one parser per helper).
 #pragma once
@@ -55,7 +55,7 @@ public:
 
     void serialize(const RawJsonText& text, JsonLine& line) override;
     bool concurrent_serialize() const noexcept override { return true; }
-    // Validates the batch (or the chunk a helper serializes) as one document stream first.
+    // Validates the batch (or the chunk a helper serializes) first: one stage 1, one walk.
     void begin_chunk(std::span<const RawJsonText> chunk) noexcept override;
     std::size_t record_bytes(const RawJsonText& text) const noexcept override
     {
@@ -75,8 +75,8 @@ private:
     friend struct RawJsonWriterProbe;
     struct Validator;
     struct SubmitChecks;
-    // Validates `batch` as one document stream; serialize() then uses the verdicts for the
-    // records of this span, until the next begin_batch() on the thread.
+    // Validates `batch` (stage 1 once, the grammar walk per record); serialize() then uses
+    // the verdicts for the records of this span, until the next begin_batch() on the thread.
     void begin_batch(std::span<const RawJsonText> batch) noexcept;
     void serialize_trusted(const RawJsonText& text, JsonLine& line);
     // The running serializer thread's parser and scratch (one per serializer_slot()).

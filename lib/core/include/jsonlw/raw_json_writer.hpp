@@ -76,10 +76,11 @@ struct RawJsonWriterOptions : WriterOptions {
     RawJsonOptions raw{};
 };
 
-// Under full validation each batch's records are parsed together as one simdjson document
-// stream (a record whose document does not span exactly its record, and every record after
-// a parse error, is parsed alone instead, so a malformed record is dropped alone and counted
-// as malformed); a record with no whitespace outside its strings is copied, not minified.
+// Under full validation each batch's records are indexed together by simdjson's stage 1 and
+// walked record by record (detail/json_grammar_check.hpp; a record the walk does not decide,
+// and every record after it, is parsed alone by simdjson instead, so a malformed record is
+// dropped alone and counted as malformed); a record with no whitespace outside its strings
+// is copied, not minified.
 // Validation runs on the I/O thread — and with WriterOptions::serializer_threads > 1 on the
 // writer's helpers too, each chunk of a unit validated as one stream by the thread that
 // serializes it — and, while the I/O thread is behind, a short text on its submitter's thread
