@@ -15,17 +15,12 @@ namespace jsonlw::detail {
 
 namespace {
 
-constexpr bool is_ws(char c) noexcept
-{
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
 // What may follow a number or literal inside a container: a subset of the bytes simdjson's
 // atom parsers accept there (whitespace and structural characters), so nothing accepted here
 // is refused there.
 constexpr bool ends_atom(char c) noexcept
 {
-    return is_ws(c) || c == ',' || c == ']' || c == '}';
+    return is_json_whitespace(c) || c == ',' || c == ']' || c == '}';
 }
 
 constexpr bool is_digit(char c) noexcept
@@ -95,7 +90,7 @@ int hex4(const char* p) noexcept
 bool string_ok(const char* buf, std::size_t open, std::size_t next) noexcept
 {
     std::size_t close = next;
-    while (close > open + 1 && is_ws(buf[close - 1])) --close;
+    while (close > open + 1 && is_json_whitespace(buf[close - 1])) --close;
     if (close <= open + 1 || buf[--close] != '"') return false;
     const char* body = buf + open + 1;
     const std::size_t n = close - open - 1;

@@ -18,12 +18,6 @@ namespace jsonlw {
 
 namespace {
 
-// JSON's insignificant whitespace (RFC 8259): the only bytes minify removes.
-constexpr bool is_ws(char c) noexcept
-{
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
 // What the batch pass found out about one record.
 enum class Verdict : std::uint8_t {
     unknown,     // not decided by the batch pass: parse the record alone
@@ -42,7 +36,7 @@ enum class Verdict : std::uint8_t {
 bool has_insignificant_ws(const char* p, std::size_t rs, std::size_t re, const std::uint32_t* s,
                           std::size_t f, std::size_t g) noexcept
 {
-    if (is_ws(p[rs]) || is_ws(p[re - 1])) return true;
+    if (detail::is_json_whitespace(p[rs]) || detail::is_json_whitespace(p[re - 1])) return true;
     const auto* before = reinterpret_cast<const unsigned char*>(p) - 1;
     unsigned m0 = 0xFF, m1 = 0xFF;
     std::size_t k = f + 1;
@@ -287,7 +281,8 @@ void RawJsonEncoder::begin_batch(std::span<const RawJsonText> batch) noexcept
         const std::size_t re = rs + batch[v.order[i]].size();
         if (idx[f] < rs || idx[f] >= re) break;
         bool head_ws = true;
-        for (std::size_t k = rs; k < idx[f]; ++k) head_ws = head_ws && is_ws(p[k]);
+        for (std::size_t k = rs; k < idx[f]; ++k)
+            head_ws = head_ws && detail::is_json_whitespace(p[k]);
         if (!head_ws) break;
         const detail::GrammarWalk walk = detail::check_json_grammar(p, idx, f, count, re);
         if (walk.verdict == detail::GrammarVerdict::unsure) break;
@@ -309,7 +304,7 @@ void RawJsonEncoder::serialize_trusted(const RawJsonText& text, JsonLine& line)
     const char* p = text.data();
     const std::size_t n = text.size();
     std::size_t i = 0;
-    while (i < n && is_ws(p[i])) ++i;
+    while (i < n && detail::is_json_whitespace(p[i])) ++i;
     if (i == n) throw MalformedRecord("empty record");
     if (!raw_.allow_any_value && p[i] != '{') throw MalformedRecord("not a JSON object");
     if (!std::memchr(p, '\n', n) && !std::memchr(p, '\r', n)) {

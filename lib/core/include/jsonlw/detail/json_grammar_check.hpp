@@ -25,6 +25,13 @@ struct GrammarWalk {
     std::uint32_t next = 0;
 };
 
+// JSON's insignificant whitespace (RFC 8259): what may stand between tokens, and all that
+// minifying a valid text removes.
+constexpr bool is_json_whitespace(char c) noexcept
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
 // Containers nested deeper than this are left to simdjson (whose parsers here allow more).
 inline constexpr std::size_t max_grammar_depth = 256;
 
