@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace jsonlw {
@@ -177,6 +178,43 @@ TEST_CASE("a writer whose I/O thread is behind has short texts validated by thei
                                       "{\"id\":4}\n{\"id\":5}\n{\"id\":8}\n{\"id\":9}\n");
     CHECK(report.stats.written == 8);
     CHECK(report.stats.dropped.malformed == 2);
+    CHECK(invariant_holds(report.stats));
+}
+
+TEST_CASE("twelve submitting threads in turn each have their text checked, the first eight in slots of their own and the rest in shared ones", "[integration][raw_json][submit_check]")
+{
+    Harness h(with_seam);
+    RawJsonWriterOptions o{h.options()};
+    o.batch_records = 4;
+    o.queue_capacity = 64;
+    RawJsonWriter w(h.executor(), o);
+    ReleaseOnExit release(h.seam);
+    w.start();
+    for (int i = 0; i < 4; ++i)
+        REQUIRE(w.submit(R"({"id":)" + std::to_string(i) + "}") == SubmitResult::accepted);
+    h.seam->hold_writev();
+    h.loop.start();
+    REQUIRE(h.seam->wait_writev_held());
+
+    // Threads are numbered once per process, so however many earlier cases made, at least
+    // four of these twelve share slots (RawJsonEncoder::SubmitChecks); one at a time, none
+    // finds its slot busy.
+    std::string expected = "{\"id\":0}\n{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n";
+    for (int i = 4; i < 16; ++i) {
+        const std::string text = i == 9 ? R"({"id":9,)" : "{ \"id\" : " + std::to_string(i) + " }";
+        if (i != 9) expected += R"({"id":)" + std::to_string(i) + "}\n";
+        SubmitResult r = SubmitResult::closed;
+        std::thread t([&] { r = w.submit(std::string_view(text)); });
+        t.join();
+        REQUIRE(r == SubmitResult::accepted);
+    }
+    CHECK(RawJsonWriterProbe::checked_on_submit(w) == 12);
+
+    h.seam->release();
+    const auto report = close(w);
+    CHECK(read_file(w.file_path()) == expected);
+    CHECK(report.stats.written == 15);
+    CHECK(report.stats.dropped.malformed == 1);
     CHECK(invariant_holds(report.stats));
 }
 

@@ -106,17 +106,22 @@ struct RawJsonEncoder::Validator {
 
 // The parsers submitting threads borrow to validate their own texts while the writer is
 // behind (check_on_submit()): made once, sized for RawJsonText::inline_capacity, so a parse
-// never allocates; a thread claims its slot with one exchange and never waits for it.
+// never allocates, and no thread ever waits for one. The first owned_slots threads to check a
+// text (in the process, numbered once) each own a slot outright: no atomic read-modify-write
+// on their path, whose full fence would wait for the record just written into the queue to
+// leave the store buffer (measured: ~80 ns a record, docs/queue.md). Later threads share the
+// rest, each claimed with one exchange; one finding its slot busy leaves its text to the I/O
+// thread.
 struct RawJsonEncoder::SubmitChecks {
     struct alignas(64) Slot {
-        std::atomic<bool> busy{false};
-        std::uint64_t checked = 0;  // under busy
+        std::atomic<bool> busy{false};          // shared slots only
+        std::atomic<std::uint64_t> checked{0};  // written by the slot's holder only
         simdjson::dom::parser parser;
         char text[RawJsonText::inline_capacity + simdjson::SIMDJSON_PADDING];
     };
-    // Threads past the eighth share slots: one finding its slot busy leaves its text to the
-    // I/O thread.
-    static constexpr std::size_t slot_count = 8;
+    static constexpr std::size_t owned_slots = 8;
+    static constexpr std::size_t shared_slots = 4;
+    static constexpr std::size_t slot_count = owned_slots + shared_slots;
     std::unique_ptr<Slot[]> slots{new Slot[slot_count]};
 
     // Each parser is sized for the longest text it checks — no such text nests deeper than
@@ -136,12 +141,12 @@ struct RawJsonEncoder::SubmitChecks {
             if (s.parser.parse(s.text, n, false).get(root)) throw std::bad_alloc();
         }
     }
-    // The calling thread's slot: threads numbered in the order they first check a text.
-    Slot& mine() noexcept
+    // The calling thread's number, in the order threads first check a text (any writer's).
+    static unsigned thread_number() noexcept
     {
         static std::atomic<unsigned> threads{0};
-        static thread_local const unsigned index = threads.fetch_add(1, std::memory_order_relaxed);
-        return slots[index % slot_count];
+        static thread_local const unsigned n = threads.fetch_add(1, std::memory_order_relaxed);
+        return n;
     }
 };
 
@@ -175,8 +180,14 @@ RawJsonText::Check RawJsonEncoder::check_on_submit(std::string_view text) const 
 {
     using Checked = RawJsonText::Checked;
     if (!submit_checks_ || text.size() > RawJsonText::inline_capacity) return {};
-    SubmitChecks::Slot& slot = submit_checks_->mine();
-    if (slot.busy.exchange(true, std::memory_order_acquire)) return {};
+    const unsigned n = SubmitChecks::thread_number();
+    const bool owned = n < SubmitChecks::owned_slots;
+    SubmitChecks::Slot& slot =
+        submit_checks_->slots[owned ? n
+                                    : SubmitChecks::owned_slots +
+                                          (n - SubmitChecks::owned_slots) %
+                                              SubmitChecks::shared_slots];
+    if (!owned && slot.busy.exchange(true, std::memory_order_acquire)) return {};
     // Parsed in the slot's padded copy: simdjson reads past the text, and sized for it at
     // construction, the parser allocates nothing.
     std::memcpy(slot.text, text.data(), text.size());
@@ -189,8 +200,10 @@ RawJsonText::Check RawJsonEncoder::check_on_submit(std::string_view text) const 
     case Verdict::invalid:
     case Verdict::unknown: c = {Checked::invalid, static_cast<std::uint8_t>(err)}; break;
     }
-    ++slot.checked;
-    slot.busy.store(false, std::memory_order_release);
+    // One writer per slot at a time: a plain load and store, no locked instruction.
+    slot.checked.store(slot.checked.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_relaxed);
+    if (!owned) slot.busy.store(false, std::memory_order_release);
     return c;
 }
 
@@ -198,13 +211,8 @@ std::uint64_t RawJsonEncoder::checked_on_submit() const noexcept
 {
     std::uint64_t n = 0;
     if (!submit_checks_) return n;
-    for (std::size_t i = 0; i < SubmitChecks::slot_count; ++i) {
-        SubmitChecks::Slot& s = submit_checks_->slots[i];
-        while (s.busy.exchange(true, std::memory_order_acquire)) {
-        }
-        n += s.checked;
-        s.busy.store(false, std::memory_order_release);
-    }
+    for (std::size_t i = 0; i < SubmitChecks::slot_count; ++i)
+        n += submit_checks_->slots[i].checked.load(std::memory_order_relaxed);
     return n;
 }
 
