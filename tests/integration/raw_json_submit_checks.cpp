@@ -144,25 +144,41 @@ TEST_CASE("an invalid text checked on submit is dropped with simdjson's reason, 
     }
 }
 
-TEST_CASE("a writer whose I/O thread is behind has short texts validated by their submitter, without an allocation", "[integration][raw_json][submit_check]")
+namespace {
+
+// A writer that falls behind at once: batches of 4 in a queue of 64.
+RawJsonWriterOptions behind_options(Harness& h, bool check_when_behind)
 {
-    const bool on = GENERATE(true, false);
-    INFO("check_when_behind " << on);
-    Harness h(with_seam);
     RawJsonWriterOptions o{h.options()};
     o.batch_records = 4;
     o.queue_capacity = 64;
-    o.raw.check_when_behind = on;
-    RawJsonWriter w(h.executor(), o);
-    ReleaseOnExit release(h.seam);
-    // A full batch queued before the drain's first look: its pop fills a batch, so the
-    // writer is behind while that batch's writev is held.
+    o.raw.check_when_behind = check_when_behind;
+    return o;
+}
+
+// Starts `w` with records {"id":0} to {"id":3} — a full batch queued before the drain's first
+// look: its pop fills a batch, so the writer is behind while that batch's writev is held
+// (until the seam is released).
+void fall_behind(Harness& h, RawJsonWriter& w)
+{
     w.start();
     for (int i = 0; i < 4; ++i)
         REQUIRE(w.submit(R"({"id":)" + std::to_string(i) + "}") == SubmitResult::accepted);
     h.seam->hold_writev();
     h.loop.start();
     REQUIRE(h.seam->wait_writev_held());
+}
+
+}  // namespace
+
+TEST_CASE("a writer whose I/O thread is behind has short texts validated by their submitter, without an allocation", "[integration][raw_json][submit_check]")
+{
+    const bool on = GENERATE(true, false);
+    INFO("check_when_behind " << on);
+    Harness h(with_seam);
+    RawJsonWriter w(h.executor(), behind_options(h, on));
+    ReleaseOnExit release(h.seam);
+    fall_behind(h, w);
     CHECK(RawJsonWriterProbe::checked_on_submit(w) == 0);
 
     const std::vector<std::string> more = {R"({"id":4})", "{ \"id\" : 5 }", "[6]",
@@ -184,17 +200,9 @@ TEST_CASE("a writer whose I/O thread is behind has short texts validated by thei
 TEST_CASE("twelve submitting threads in turn each have their text checked, the first eight in slots of their own and the rest in shared ones", "[integration][raw_json][submit_check]")
 {
     Harness h(with_seam);
-    RawJsonWriterOptions o{h.options()};
-    o.batch_records = 4;
-    o.queue_capacity = 64;
-    RawJsonWriter w(h.executor(), o);
+    RawJsonWriter w(h.executor(), behind_options(h, true));
     ReleaseOnExit release(h.seam);
-    w.start();
-    for (int i = 0; i < 4; ++i)
-        REQUIRE(w.submit(R"({"id":)" + std::to_string(i) + "}") == SubmitResult::accepted);
-    h.seam->hold_writev();
-    h.loop.start();
-    REQUIRE(h.seam->wait_writev_held());
+    fall_behind(h, w);
 
     // Threads are numbered once per process, so however many earlier cases made, at least
     // four of these twelve share slots (RawJsonEncoder::SubmitChecks); one at a time, none
