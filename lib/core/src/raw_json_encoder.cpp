@@ -107,11 +107,10 @@ struct RawJsonEncoder::Validator {
 // The parsers submitting threads borrow to validate their own texts while the writer is
 // behind (check_on_submit()): made once, sized for RawJsonText::inline_capacity, so a parse
 // never allocates, and no thread ever waits for one. The first owned_slots threads to check a
-// text (in the process, numbered once) each own a slot outright: no atomic read-modify-write
-// on their path, whose full fence would wait for the record just written into the queue to
-// leave the store buffer (measured: ~80 ns a record, docs/queue.md). Later threads share the
-// rest, each claimed with one exchange; one finding its slot busy leaves its text to the I/O
-// thread.
+// text (in the process, numbered once) each own a slot outright: no locked instruction on
+// their path, which would wait for every store before it — the copy into the queue's cell
+// just filled among them (docs/queue.md). Later threads share the rest, each claimed with one
+// exchange; one finding its slot busy leaves its text to the I/O thread.
 struct RawJsonEncoder::SubmitChecks {
     struct alignas(64) Slot {
         std::atomic<bool> busy{false};          // shared slots only
@@ -142,10 +141,12 @@ struct RawJsonEncoder::SubmitChecks {
         }
     }
     // The calling thread's number, in the order threads first check a text (any writer's).
-    static unsigned thread_number() noexcept
+    // 64 bits: a number is never given twice, so an owned slot is never shared.
+    static std::uint64_t thread_number() noexcept
     {
-        static std::atomic<unsigned> threads{0};
-        static thread_local const unsigned n = threads.fetch_add(1, std::memory_order_relaxed);
+        static std::atomic<std::uint64_t> threads{0};
+        static thread_local const std::uint64_t n =
+            threads.fetch_add(1, std::memory_order_relaxed);
         return n;
     }
 };
@@ -180,7 +181,7 @@ RawJsonText::Check RawJsonEncoder::check_on_submit(std::string_view text) const 
 {
     using Checked = RawJsonText::Checked;
     if (!submit_checks_ || text.size() > RawJsonText::inline_capacity) return {};
-    const unsigned n = SubmitChecks::thread_number();
+    const std::uint64_t n = SubmitChecks::thread_number();
     const bool owned = n < SubmitChecks::owned_slots;
     SubmitChecks::Slot& slot =
         submit_checks_->slots[owned ? n
