@@ -149,6 +149,12 @@ struct RawJsonEncoder::SubmitChecks {
             threads.fetch_add(1, std::memory_order_relaxed);
         return n;
     }
+    // Thread `n`'s slot, and whether it owns it (else it shares it, claimed by `busy`).
+    Slot& slot_for(std::uint64_t n, bool& owned) noexcept
+    {
+        owned = n < owned_slots;
+        return slots[owned ? n : owned_slots + (n - owned_slots) % shared_slots];
+    }
 };
 
 RawJsonWriter::RawJsonWriter(boost::asio::any_io_executor ex, RawJsonWriterOptions opts)
@@ -181,13 +187,8 @@ RawJsonText::Check RawJsonEncoder::check_on_submit(std::string_view text) const 
 {
     using Checked = RawJsonText::Checked;
     if (!submit_checks_ || text.size() > RawJsonText::inline_capacity) return {};
-    const std::uint64_t n = SubmitChecks::thread_number();
-    const bool owned = n < SubmitChecks::owned_slots;
-    SubmitChecks::Slot& slot =
-        submit_checks_->slots[owned ? n
-                                    : SubmitChecks::owned_slots +
-                                          (n - SubmitChecks::owned_slots) %
-                                              SubmitChecks::shared_slots];
+    bool owned;
+    SubmitChecks::Slot& slot = submit_checks_->slot_for(SubmitChecks::thread_number(), owned);
     if (!owned && slot.busy.exchange(true, std::memory_order_acquire)) return {};
     // Parsed in the slot's padded copy: simdjson reads past the text, and sized for it at
     // construction, the parser allocates nothing.
