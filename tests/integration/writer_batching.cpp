@@ -1,11 +1,16 @@
-// How queued records become batches: batch_records caps a batch, and records queued while an
-// append is slow are gathered into full batches.
+// How queued records become batches: batch_records caps a batch, records queued while an
+// append is slow are gathered into full batches, and a polling drain takes what came during
+// an append at its next look, one idle_poll later, unless a batch is already waiting.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
 #include "common.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <vector>
 
 using namespace jsonlw_test;
@@ -55,4 +60,108 @@ TEST_CASE("while an append is slow, queued records are gathered into full batche
     CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{1, 64, 36});
     CHECK(w.stats().batches == 3);
     CHECK(count_lines(w.file_path()) == 101);
+}
+
+namespace {
+
+// Each writev's entry time, and what the first one does while it runs (on the I/O thread).
+struct WritevTimes {
+    std::mutex mutex;
+    std::vector<std::chrono::steady_clock::time_point> entered;
+    std::function<void()> during_first;
+    std::atomic<int> accepted{0};  // submits in during_first that were accepted (no REQUIRE there:
+                                   // it runs on the I/O thread)
+
+    void watch(SeamFileIo& seam)
+    {
+        seam.on_writev([this] {
+            std::function<void()> first;
+            {
+                std::lock_guard lock(mutex);
+                entered.push_back(std::chrono::steady_clock::now());
+                if (entered.size() == 1) first = during_first;
+            }
+            if (first) first();
+        });
+    }
+    std::chrono::steady_clock::duration gap(std::size_t i)
+    {
+        std::lock_guard lock(mutex);
+        return entered.at(i + 1) - entered.at(i);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a polling drain with no flush_interval writes what came during an append one idle_poll later, with what came meanwhile, as one batch", "[integration][writer][batching]")
+{
+    Harness h(with_seam);
+    auto o = h.options();
+    o.batch_records = 64;  // a pace ends early at 64 waiting (a quarter of 1,024 is more)
+    o.idle_poll = 500ms;
+    WritevTimes times;  // before the writer: its hook may run until the writer is gone
+    TestWriter w(h.executor(), o);
+    times.during_first = [&] {
+        for (int i = 1; i <= 2; ++i) times.accepted += w.submit(rec(i)) == SubmitResult::accepted;
+    };
+    times.watch(*h.seam);
+    w.start();
+    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);  // the drain's first look finds it
+    h.loop.start();
+    REQUIRE(wait_until([&] { return w.stats().written >= 1; }));
+    REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);  // while the drain waits out its pace
+    REQUIRE(wait_until([&] { return w.stats().written == 4; }));
+
+    // Not 1, 2, 1: records 1 and 2 were not popped the moment the first append returned.
+    CHECK(times.accepted == 2);
+    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{1, 3});
+    CHECK(times.gap(0) >= o.idle_poll);
+    CHECK(w.stats().batches == 2);
+    CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("a full batch queued during an append is written at once, not after the drain's pace", "[integration][writer][batching]")
+{
+    Harness h(with_seam);
+    auto o = h.options();
+    o.batch_records = 4;
+    o.idle_poll = 10s;  // a pace would hold the second batch this long
+    WritevTimes times;  // before the writer: its hook may run until the writer is gone
+    TestWriter w(h.executor(), o);
+    times.during_first = [&] {
+        for (int i = 1; i <= 4; ++i) times.accepted += w.submit(rec(i)) == SubmitResult::accepted;
+    };
+    times.watch(*h.seam);
+    w.start();
+    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
+    h.loop.start();
+    REQUIRE(wait_until([&] { return w.stats().written == 5; }));
+
+    CHECK(times.accepted == 4);
+    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{1, 4});
+    CHECK(times.gap(0) < 5s);
+    CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    flush(w);
+}
+
+TEST_CASE("async_flush while the drain waits out its pace completes without waiting for idle_poll", "[integration][writer][batching]")
+{
+    Harness h(with_seam);
+    auto o = h.options();
+    o.batch_records = 64;
+    o.idle_poll = 10s;
+    WritevTimes times;  // before the writer: its hook may run until the writer is gone
+    TestWriter w(h.executor(), o);
+    times.during_first = [&] { times.accepted += w.submit(rec(1)) == SubmitResult::accepted; };
+    times.watch(*h.seam);
+    w.start();
+    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
+    h.loop.start();
+    REQUIRE(wait_until([&] { return w.stats().written >= 1; }));
+    flush(w, 5s);  // throws after 5 s: a pace that no flush cuts short lasts 10
+
+    CHECK(times.accepted == 1);
+    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{1, 1});
+    CHECK(w.stats().written == 2);
+    CHECK(times.gap(0) < 5s);
 }

@@ -187,6 +187,35 @@ TEST_CASE("a capacity that is not a power of two wraps around correctly over man
     }
 }
 
+TEST_CASE("published(p) holds exactly while the record pushed at p is in its cell, over laps and for any capacity", "[unit][ring]")
+{
+    for (std::size_t cap : {1u, 3u, 8u, 100u}) {
+        INFO("capacity " << cap);
+        within(quick, [cap] {
+            Kept<int> kept(cap);
+            BoundedRing<int>& ring = *kept;
+            const jsonlw::detail::RingPositions& seen = ring;  // the drain's untyped view
+            std::uint64_t next = 0;  // the next push's position
+            bool exact = true;
+            for (int lap = 0; lap < 5; ++lap) {
+                // Empty: no position from the head to a full ring's end holds a record.
+                for (std::uint64_t p = next; p < next + cap; ++p) exact &= !seen.published(p);
+                REQUIRE(fill(ring, cap + 1) == cap);
+                for (std::uint64_t p = next; p < next + cap; ++p) exact &= seen.published(p);
+                exact &= !seen.published(next + cap);  // the cell a lap on still holds next's
+                // Popped one by one: each position stops being published as its record leaves.
+                for (std::uint64_t p = next; p < next + cap; ++p) {
+                    REQUIRE(ring.try_pop().has_value());
+                    exact &= !seen.published(p);
+                    if (p + 1 < next + cap) exact &= seen.published(p + 1);
+                }
+                next += cap;
+            }
+            CHECK(exact);
+        });
+    }
+}
+
 TEST_CASE("a one-slot ring (capacity 1, or 0 treated as 1) holds exactly one record", "[unit][ring]")
 {
     for (std::size_t requested : {std::size_t{1}, std::size_t{0}}) {

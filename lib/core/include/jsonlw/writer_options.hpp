@@ -78,8 +78,9 @@ struct WriterOptions {
     // burst, when a quarter of the queue waits before the drain's next look: then one
     // submit() posts it a wake-up (docs/queue.md). After 50 ms without a record each quiet
     // look doubles the interval, up to idle_poll_max. A record waits for the drain at most
-    // idle_poll while records keep coming, at most idle_poll_max after an idle spell — or
-    // flush_interval, when one is set and shorter: it bounds the back-off too.
+    // idle_poll while records keep coming (what came during an append waits for the next
+    // look, unless a batch waits: docs/queue.md), at most idle_poll_max after an idle spell —
+    // or flush_interval, when one is set and shorter: it bounds the back-off too.
     // 0: park at once instead — no idle CPU, but the first submit after the queue emptied
     // posts a wake-up to your executor (its lock, maybe a system call), and so does a full
     // batch while the drain lingers for flush_interval.

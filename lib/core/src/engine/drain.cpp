@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 namespace jsonlw::detail {
 
@@ -186,6 +187,30 @@ clock::duration Drain::longest_poll() const noexcept
     return std::min(most, std::max<clock::duration>(floor, opts_.flush_interval));
 }
 
+bool Drain::pacing() const noexcept
+{
+    return polling() && opts_.flush_interval.count() == 0 && !closing_ &&
+           !core_.impl_->waiters.flushing();
+}
+
+asio::awaitable<bool> Drain::pace(std::uint64_t consumed)
+{
+    WriterCore::Impl& d = *core_.impl_;
+    {
+        WriterCore::Impl::Guard g(d);
+        if (!g) co_return false;
+        // What a wake() before the wait below would have asked for is seen here; a batch
+        // waits when the cell linger_target() - 1 past the head holds its record.
+        if (core_.ring_->published(consumed + linger_target() - 1) || d.waiters.flushing() ||
+            closing_ || d.sinks.reopen_requested())
+            co_return true;
+    }
+    boost::system::error_code ec;
+    timer_.expires_after(opts_.idle_poll);
+    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_return true;
+}
+
 asio::awaitable<bool> Drain::linger(std::uint64_t consumed, clock::time_point since)
 {
     WriterCore::Impl& d = *core_.impl_;
@@ -236,12 +261,17 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
     WriterCore::Impl& d = *keep->impl_;
     for (;;) {
         if (d.handoff.abandoned() || d.waiters.finished()) break;
+        // Pacing, the look only asks whether a record waits, of the oldest cell: `claimed` is
+        // then consumed + 1 or consumed (RingPositions::published(): the tail's line is the
+        // one every push writes next, and the oldest cell's, when it holds a record, is not).
+        const bool paced = pacing();
         std::uint64_t claimed = 0, consumed = 0;
         {
             WriterCore::Impl::Guard g(d);
             if (!g) break;
-            claimed = core_.ring_->claimed();
             consumed = core_.ring_->consumed();
+            if (!paced) claimed = core_.ring_->claimed();
+            else claimed = consumed + (core_.ring_->published(consumed) ? 1 : 0);
         }
         d.waiters.complete_flushes(consumed, {});
         if (d.sinks.reopen_requested() && !closing_) {
@@ -253,6 +283,7 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
             for (auto& h : reopens) d.waiters.complete(std::move(h), reopened);
             continue;
         }
+        const bool stepped = std::exchange(stepped_, false);
         if (claimed == consumed) {
             if (closing_) {
                 co_await on_io(IoTask::finalize);
@@ -263,6 +294,10 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
             continue;
         }
         empty_since_.reset();
+        if (stepped && paced && claimed - consumed < linger_target()) {
+            if (!co_await pace(consumed)) break;
+            continue;
+        }
         // Polling, the records seen now came after the last quiet look: their linger counts
         // from it, not from now (parked, the first of them woke the drain at once).
         const auto since = polling() && quiet_look_ ? *quiet_look_ : clock::now();
@@ -273,6 +308,7 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
         }
         yield_hop_.store(closing_ || d.waiters.flushing(), std::memory_order_relaxed);
         co_await on_io(IoTask::step);
+        stepped_ = true;
         fsync_due_ = fsync_due_io_;  // written by the task, read after its completion
         tick_due_ = tick_due_io_;
     }

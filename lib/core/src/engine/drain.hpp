@@ -1,6 +1,7 @@
 // Drain: the writer's drain — one coroutine per writer on a strand of the user's executor
 // (started by WriterCore::start()) that polls an empty queue (every idle_poll, backing off to
-// idle_poll_max; with idle_poll 0 it parks instead), lingers for a short batch, hops to the I/O thread for each step (and
+// idle_poll_max; with idle_poll 0 it parks instead), paces its steps while records keep
+// coming, lingers for a short batch, hops to the I/O thread for each step (and
 // for fsyncs, sink ticks, a reopen, the final close) and completes flushes; and the wake-up a
 // producer's submit() posts to it when it parked.
 // Owned by WriterCore::Impl. run() and everything but the marked functions run on the
@@ -108,6 +109,18 @@ private:
     // flush_interval to grow to it (polling: looking every idle_poll), where `since` is the
     // earliest any of them can have been queued. Returns false when the writer is gone.
     boost::asio::awaitable<bool> linger(std::uint64_t consumed, clock::time_point since);
+    // The strand, polling with no flush_interval, after a step that left fewer than
+    // linger_target() records waiting (those queued while it ran): the next look comes one
+    // idle_poll later, not at once — cut short by a burst (a quarter of the queue), a flush,
+    // a close or a reopen, as an idle poll is. A drain that stepped again at once would, where
+    // a step lasts about as long as the gap between two records, pop each record as it is
+    // published and read the cell its producer fills next: a cross-core miss on that
+    // producer's next submit() (docs/queue.md, "The tail"). Returns false when the writer is
+    // gone.
+    boost::asio::awaitable<bool> pace(std::uint64_t consumed);
+    // Whether the drain paces its steps (see pace()): polling, no flush_interval, no close
+    // or flush under way. The strand.
+    bool pacing() const noexcept;
     // The longest idle() sleeps between two looks: idle_poll_max, but no longer than
     // flush_interval when one is set (never below idle_poll) — so a record submitted to an
     // idle writer is seen, and written, within flush_interval.
@@ -139,6 +152,7 @@ private:
 
     // The strand's own.
     bool closing_ = false;
+    bool stepped_ = false;  // the last pass ran a step: what came during it waits for pace()
     std::optional<clock::time_point> empty_since_;  // when the drain found the queue empty
     clock::duration poll_interval_{};               // the idle poll's current interval
     // Polling: when the drain last found the queue empty — every record it sees next was

@@ -72,6 +72,19 @@ public:
     }
     bool backlogged() const noexcept { return backlog_.load(std::memory_order_relaxed); }
 
+    // Whether the cell of position `p` holds the record pushed at `p` (published, not yet
+    // popped), for p from consumed() to consumed() + capacity. The polling drain looks with it
+    // instead of claimed(): a cell that holds its record is one its producer has finished
+    // with, while claimed()'s line is the one every push writes next — each read of it costs
+    // the next push a transfer of the line back from the reader's core (docs/queue.md).
+    bool published(std::uint64_t p) const noexcept
+    {
+        const std::size_t i = view_.mask ? (p & view_.mask) : (p % view_.count);
+        const auto* seq = reinterpret_cast<const std::atomic<std::uint64_t>*>(
+            view_.base + i * view_.stride);
+        return seq->load(std::memory_order_acquire) == p + 1;
+    }
+
 protected:
     RingPositions() = default;
     ~RingPositions() = default;
@@ -85,6 +98,14 @@ protected:
     char pad_[cache_line - 3 * sizeof(std::uint64_t)]{};
     alignas(cache_line) std::atomic<bool> backlog_{false};  // note_backlog()
     char backlog_pad_[cache_line - sizeof(std::atomic<bool>)]{};
+    // The cells as published() sees them, set once by BoundedRing's constructor: each begins
+    // with its sequence word, `stride` bytes apart.
+    struct CellsView {
+        const unsigned char* base = nullptr;
+        std::size_t stride = 0;
+        std::size_t count = 1;
+        std::size_t mask = 0;  // count - 1 when that is a power of two, else 0
+    } view_;
 };
 
 // Push is one CAS on the tail plus one release store; no lock, no allocation, no syscall.
@@ -108,6 +129,8 @@ public:
             ::new (static_cast<void*>(&cells_[i])) Cell;  // the record's bytes left as they are
             cells_[i].seq.store(i, std::memory_order_relaxed);
         }
+        view_ = {reinterpret_cast<const unsigned char*>(cells_.get()), sizeof(Cell), cells_count_,
+                 mask_};
         // The init loop touched every page, but on a large ring the first pages' translations
         // are gone again by its end: have them ready for the first pushes.
         warm_ahead(0, warm_cells);
@@ -247,10 +270,11 @@ private:
     // behind the one a producer fills, and two cells on one line made each push a miss on
     // the line the other core had just written (false sharing).
     struct alignas(cache_line) Cell {  // trivially destructible: the ring destroys records
-        std::atomic<std::uint64_t> seq;
+        std::atomic<std::uint64_t> seq;  // first: RingPositions::published() reads it there
         alignas(T) unsigned char storage[sizeof(T)];
     };
     static_assert(std::is_trivially_destructible_v<Cell>);
+    static_assert(offsetof(Cell, seq) == 0);
     Cell& cell(std::uint64_t p) const noexcept
     {
         return cells_[mask_ ? (p & mask_) : (p % cells_count_)];
