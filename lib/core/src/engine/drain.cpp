@@ -205,8 +205,23 @@ asio::awaitable<bool> Drain::pace(std::uint64_t consumed)
             closing_ || d.sinks.reopen_requested())
             co_return true;
     }
+    // As long as idle_poll, but no longer than half of linger_target() takes to arrive at the
+    // rate records came since the last pace: a small queue at a high rate is not left to fill
+    // to a quarter, where a producer would post the burst's wake-up (a system call on its
+    // thread) and, under Overflow::block, wait for room.
+    const auto now = clock::now();
+    clock::duration wait = opts_.idle_poll;
+    if (paced_at_ && now > *paced_at_ && consumed > paced_head_) {
+        const double per_tick = static_cast<double>(consumed - paced_head_) /
+                                static_cast<double>((now - *paced_at_).count());
+        const double half = static_cast<double>(std::max<std::uint64_t>(1, linger_target() / 2));
+        if (half / per_tick < static_cast<double>(wait.count()))
+            wait = clock::duration(static_cast<clock::rep>(half / per_tick));
+    }
+    paced_at_ = now;
+    paced_head_ = consumed;
     boost::system::error_code ec;
-    timer_.expires_after(opts_.idle_poll);
+    timer_.expires_after(wait);
     co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     co_return true;
 }
@@ -285,6 +300,7 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
         }
         const bool stepped = std::exchange(stepped_, false);
         if (claimed == consumed) {
+            paced_at_.reset();  // the next pace measures the rate afresh, not across the spell
             if (closing_) {
                 co_await on_io(IoTask::finalize);
                 d.finish(true);

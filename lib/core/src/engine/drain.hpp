@@ -111,8 +111,9 @@ private:
     boost::asio::awaitable<bool> linger(std::uint64_t consumed, clock::time_point since);
     // The strand, polling with no flush_interval, after a step that left fewer than
     // linger_target() records waiting (those queued while it ran): the next look comes one
-    // idle_poll later, not at once — cut short by a burst (a quarter of the queue), a flush,
-    // a close or a reopen, as an idle poll is. A drain that stepped again at once would, where
+    // idle_poll later (sooner, when half of linger_target() would arrive sooner at the rate
+    // measured since the last pace), not at once — cut short by a burst (a quarter of the
+    // queue), a flush, a close or a reopen, as an idle poll is. A drain that stepped again at once would, where
     // a step lasts about as long as the gap between two records, pop each record as it is
     // published and read the cell its producer fills next: a cross-core miss on that
     // producer's next submit() (docs/queue.md, "The tail"). Returns false when the writer is
@@ -153,6 +154,9 @@ private:
     // The strand's own.
     bool closing_ = false;
     bool stepped_ = false;  // the last pass ran a step: what came during it waits for pace()
+    // Where the last pace began (when, and the head then): the next measures the rate from it.
+    std::optional<clock::time_point> paced_at_;
+    std::uint64_t paced_head_ = 0;
     std::optional<clock::time_point> empty_since_;  // when the drain found the queue empty
     clock::duration poll_interval_{};               // the idle poll's current interval
     // Polling: when the drain last found the queue empty — every record it sees next was
