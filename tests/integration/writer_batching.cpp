@@ -9,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -64,25 +63,32 @@ TEST_CASE("while an append is slow, queued records are gathered into full batche
 
 namespace {
 
-// Each writev's entry time, and what the first one does while it runs (on the I/O thread).
+// Each writev's entry time; start() has records submitted during the first one (on the I/O
+// thread, while that append runs).
 struct WritevTimes {
     std::mutex mutex;
     std::vector<std::chrono::steady_clock::time_point> entered;
-    std::function<void()> during_first;
-    std::atomic<int> accepted{0};  // submits in during_first that were accepted (no REQUIRE there:
-                                   // it runs on the I/O thread)
+    std::atomic<int> accepted{0};  // submits during the first append that were accepted (no
+                                   // REQUIRE there: it runs on the I/O thread)
 
-    void watch(SeamFileIo& seam)
+    // Starts `w` with record 0 queued (the drain's first look takes it); records
+    // `from`..`to` are submitted inside its append. Declare the WritevTimes before the writer:
+    // its hook may run until the writer is gone.
+    void start(Harness& h, TestWriter& w, int from, int to)
     {
-        seam.on_writev([this] {
-            std::function<void()> first;
+        h.seam->on_writev([this, &w, from, to] {
+            bool first = false;
             {
                 std::lock_guard lock(mutex);
                 entered.push_back(std::chrono::steady_clock::now());
-                if (entered.size() == 1) first = during_first;
+                first = entered.size() == 1;
             }
-            if (first) first();
+            if (first)
+                for (int i = from; i <= to; ++i) accepted += w.submit(rec(i)) == SubmitResult::accepted;
         });
+        w.start();
+        REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
+        h.loop.start();
     }
     std::chrono::steady_clock::duration gap(std::size_t i)
     {
@@ -91,23 +97,25 @@ struct WritevTimes {
     }
 };
 
+// A polling drain with no flush_interval (the default), batches of `batch`, looking every `poll`.
+jsonlw::WriterOptions paced_options(const Harness& h, std::size_t batch, std::chrono::microseconds poll)
+{
+    auto o = h.options();
+    o.batch_records = batch;
+    o.idle_poll = poll;
+    return o;
+}
+
 }  // namespace
 
 TEST_CASE("a polling drain with no flush_interval writes what came during an append one idle_poll later, with what came meanwhile, as one batch", "[integration][writer][batching]")
 {
     Harness h(with_seam);
-    auto o = h.options();
-    o.batch_records = 64;  // a pace ends early at 64 waiting (a quarter of 1,024 is more)
-    o.idle_poll = 500ms;
+    // A pace ends early at 64 waiting (a quarter of 1,024 is more).
+    const auto o = paced_options(h, 64, 500ms);
     WritevTimes times;  // before the writer: its hook may run until the writer is gone
     TestWriter w(h.executor(), o);
-    times.during_first = [&] {
-        for (int i = 1; i <= 2; ++i) times.accepted += w.submit(rec(i)) == SubmitResult::accepted;
-    };
-    times.watch(*h.seam);
-    w.start();
-    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);  // the drain's first look finds it
-    h.loop.start();
+    times.start(h, w, 1, 2);
     REQUIRE(wait_until([&] { return w.stats().written >= 1; }));
     REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);  // while the drain waits out its pace
     REQUIRE(wait_until([&] { return w.stats().written == 4; }));
@@ -123,18 +131,10 @@ TEST_CASE("a polling drain with no flush_interval writes what came during an app
 TEST_CASE("a full batch queued during an append is written at once, not after the drain's pace", "[integration][writer][batching]")
 {
     Harness h(with_seam);
-    auto o = h.options();
-    o.batch_records = 4;
-    o.idle_poll = 10s;  // a pace would hold the second batch this long
+    const auto o = paced_options(h, 4, 10s);  // a pace would hold the second batch 10 s
     WritevTimes times;  // before the writer: its hook may run until the writer is gone
     TestWriter w(h.executor(), o);
-    times.during_first = [&] {
-        for (int i = 1; i <= 4; ++i) times.accepted += w.submit(rec(i)) == SubmitResult::accepted;
-    };
-    times.watch(*h.seam);
-    w.start();
-    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    h.loop.start();
+    times.start(h, w, 1, 4);
     REQUIRE(wait_until([&] { return w.stats().written == 5; }));
 
     CHECK(times.accepted == 4);
@@ -147,16 +147,10 @@ TEST_CASE("a full batch queued during an append is written at once, not after th
 TEST_CASE("async_flush while the drain waits out its pace completes without waiting for idle_poll", "[integration][writer][batching]")
 {
     Harness h(with_seam);
-    auto o = h.options();
-    o.batch_records = 64;
-    o.idle_poll = 10s;
+    const auto o = paced_options(h, 64, 10s);
     WritevTimes times;  // before the writer: its hook may run until the writer is gone
     TestWriter w(h.executor(), o);
-    times.during_first = [&] { times.accepted += w.submit(rec(1)) == SubmitResult::accepted; };
-    times.watch(*h.seam);
-    w.start();
-    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
-    h.loop.start();
+    times.start(h, w, 1, 1);
     REQUIRE(wait_until([&] { return w.stats().written >= 1; }));
     flush(w, 5s);  // throws after 5 s: a pace that no flush cuts short lasts 10
 
