@@ -97,65 +97,67 @@ struct WritevTimes {
     }
 };
 
-// A polling drain with no flush_interval (the default), batches of `batch`, looking every `poll`.
-jsonlw::WriterOptions paced_options(const Harness& h, std::size_t batch, std::chrono::microseconds poll)
-{
-    auto o = h.options();
-    o.batch_records = batch;
-    o.idle_poll = poll;
-    return o;
-}
+// A writer over the seam whose drain polls every `poll` with no flush_interval (the default),
+// batches of `batch`; started with record 0 queued and records `from`..`to` submitted inside
+// its first append (WritevTimes::start).
+struct PacedWriter {
+    Harness h{with_seam};
+    WritevTimes times;  // before the writer: its hook may run until the writer is gone
+    TestWriter w;
+
+    PacedWriter(std::size_t batch, std::chrono::microseconds poll, int from, int to)
+        : w(h.executor(), options(h, batch, poll))
+    {
+        times.start(h, w, from, to);
+    }
+    static jsonlw::WriterOptions options(const Harness& h, std::size_t batch,
+                                         std::chrono::microseconds poll)
+    {
+        auto o = h.options();
+        o.batch_records = batch;
+        o.idle_poll = poll;
+        return o;
+    }
+};
 
 }  // namespace
 
 TEST_CASE("a polling drain with no flush_interval writes what came during an append one idle_poll later, with what came meanwhile, as one batch", "[integration][writer][batching]")
 {
-    Harness h(with_seam);
     // A pace ends early at 64 waiting (a quarter of 1,024 is more).
-    const auto o = paced_options(h, 64, 500ms);
-    WritevTimes times;  // before the writer: its hook may run until the writer is gone
-    TestWriter w(h.executor(), o);
-    times.start(h, w, 1, 2);
-    REQUIRE(wait_until([&] { return w.stats().written >= 1; }));
-    REQUIRE(w.submit(rec(3)) == SubmitResult::accepted);  // while the drain waits out its pace
-    REQUIRE(wait_until([&] { return w.stats().written == 4; }));
+    PacedWriter p(64, 500ms, 1, 2);
+    REQUIRE(wait_until([&] { return p.w.stats().written >= 1; }));
+    REQUIRE(p.w.submit(rec(3)) == SubmitResult::accepted);  // while the drain waits out its pace
+    REQUIRE(wait_until([&] { return p.w.stats().written == 4; }));
 
     // Not 1, 2, 1: records 1 and 2 were not popped the moment the first append returned.
-    CHECK(times.accepted == 2);
-    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{1, 3});
-    CHECK(times.gap(0) >= o.idle_poll);
-    CHECK(w.stats().batches == 2);
-    CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
+    CHECK(p.times.accepted == 2);
+    CHECK(p.h.seam->successful_write_lines() == std::vector<std::size_t>{1, 3});
+    CHECK(p.times.gap(0) >= 500ms);
+    CHECK(p.w.stats().batches == 2);
+    CHECK(ids_of(read_lines(p.w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3});
 }
 
 TEST_CASE("a full batch queued during an append is written at once, not after the drain's pace", "[integration][writer][batching]")
 {
-    Harness h(with_seam);
-    const auto o = paced_options(h, 4, 10s);  // a pace would hold the second batch 10 s
-    WritevTimes times;  // before the writer: its hook may run until the writer is gone
-    TestWriter w(h.executor(), o);
-    times.start(h, w, 1, 4);
-    REQUIRE(wait_until([&] { return w.stats().written == 5; }));
+    PacedWriter p(4, 10s, 1, 4);  // a pace would hold the second batch 10 s
+    REQUIRE(wait_until([&] { return p.w.stats().written == 5; }));
 
-    CHECK(times.accepted == 4);
-    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{1, 4});
-    CHECK(times.gap(0) < 5s);
-    CHECK(ids_of(read_lines(w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
-    flush(w);
+    CHECK(p.times.accepted == 4);
+    CHECK(p.h.seam->successful_write_lines() == std::vector<std::size_t>{1, 4});
+    CHECK(p.times.gap(0) < 5s);
+    CHECK(ids_of(read_lines(p.w.file_path())) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    flush(p.w);
 }
 
 TEST_CASE("async_flush while the drain waits out its pace completes without waiting for idle_poll", "[integration][writer][batching]")
 {
-    Harness h(with_seam);
-    const auto o = paced_options(h, 64, 10s);
-    WritevTimes times;  // before the writer: its hook may run until the writer is gone
-    TestWriter w(h.executor(), o);
-    times.start(h, w, 1, 1);
-    REQUIRE(wait_until([&] { return w.stats().written >= 1; }));
-    flush(w, 5s);  // throws after 5 s: a pace that no flush cuts short lasts 10
+    PacedWriter p(64, 10s, 1, 1);
+    REQUIRE(wait_until([&] { return p.w.stats().written >= 1; }));
+    flush(p.w, 5s);  // throws after 5 s: a pace that no flush cuts short lasts 10
 
-    CHECK(times.accepted == 1);
-    CHECK(h.seam->successful_write_lines() == std::vector<std::size_t>{1, 1});
-    CHECK(w.stats().written == 2);
-    CHECK(times.gap(0) < 5s);
+    CHECK(p.times.accepted == 1);
+    CHECK(p.h.seam->successful_write_lines() == std::vector<std::size_t>{1, 1});
+    CHECK(p.w.stats().written == 2);
+    CHECK(p.times.gap(0) < 5s);
 }
