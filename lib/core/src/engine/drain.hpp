@@ -7,8 +7,9 @@
 // Owned by WriterCore::Impl. run() and everything but the marked functions run on the
 // strand; notify() and request_yield() on any thread; yield_requested() on the I/O thread.
 // Owns its state: the timer it waits on, the wake-up's memory, the claim position from which
-// a submit wakes it, since when the queue is empty and the idle poll's interval, the fsync
-// and sink tick it owes, whether close has begun. The one piece producers read, the doorbell (awake, parked, lingering), is
+// a submit wakes it, since when the queue is empty and the idle poll's interval, whether its
+// last pass stepped and where its last pace began (pace()), the fsync and sink tick it owes,
+// whether close has begun. The one piece producers read, the doorbell (awake, parked, lingering), is
 // WriterCore's, so that submit() reads it inline.
 #pragma once
 
