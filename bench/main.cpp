@@ -48,7 +48,8 @@ constexpr const char* usage_text = R"(usage: jsonlw-bench [--quick] [--json FILE
                    x<producers>", as progress prints it) contains TEXT, e.g.
                    --cell "RawJsonWriter 250 B"; the others are printed as skipped.
                    submit-tail: only the cells whose name contains TEXT (e.g. --cell
-                   floor, --cell "50.0 k/s"); "an idle writer" names its idle section
+                   floor, --cell "50.0 k/s"); "an idle writer" names its idle section,
+                   "starting a writer" its start-up section
 
 The table goes to stdout, progress to stderr. Exit status 1 when a run failed a check
 (a line count, the counters); a missed goal is reported, not an error.

@@ -136,6 +136,19 @@ struct IdleCostResult {
 IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds,
                                 std::chrono::milliseconds flush_interval = {});
 
+// Constructing and starting a RawJsonWriter of `capacity` records (default options otherwise;
+// WriterOptions::huge_pages as given), then closing it unused: the time the constructor and
+// start() took, the resident memory they added, and how much of it sits in transparent huge
+// pages (AnonHugePages after - before).
+struct StartCostResult {
+    double ms = 0;
+    double rss_mib = 0;
+    double huge_mib = 0;
+    std::string problem;
+};
+StartCostResult jsonlw_start_cost(const std::filesystem::path& dir, std::size_t capacity,
+                                  bool huge_pages);
+
 // A Quill-style frontend: the caller copies the line into a preallocated single-producer
 // ring of s.ring_bytes (touched before the first call) that a thread of its own polls,
 // sleeping 100 us when it finds it empty, and fwrite()s. No validation (bench/quill_style_runs.cpp).

@@ -67,6 +67,15 @@ double resident_mib()
     return 0;
 }
 
+// This process's anonymous memory in transparent huge pages, MiB.
+double huge_page_mib()
+{
+    std::ifstream in("/proc/self/smaps_rollup");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("AnonHugePages:", 0) == 0) return std::stod(line.substr(14)) / 1024;
+    return 0;
+}
+
 }  // namespace
 
 SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
@@ -170,6 +179,34 @@ IdleCostResult jsonlw_idle_cost(const std::filesystem::path& dir, double seconds
         if (!written(w, 2) && r.problem.empty()) r.problem = "the record after the spell was not written in 10 s";
         r.wake_ms = seconds_since(s0) * 1e3;
         r.wakeups = w.drain_wakeups();
+        w.async_close(asio::use_future).get();
+    }
+    empty_dir(dir);
+    return r;
+}
+
+StartCostResult jsonlw_start_cost(const std::filesystem::path& dir, std::size_t capacity,
+                                  bool huge_pages)
+{
+    StartCostResult r;
+    LogTally logs;
+    {
+        Loop loop;
+        const double rss0 = resident_mib(), huge0 = huge_page_mib();
+        const auto t0 = SteadyClock::now();
+        jsonlw::RawJsonWriter w(loop.executor(), jsonlw::WriterOptions{
+                                                     .directory = dir,
+                                                     .stem = "start",
+                                                     .subject = "bench",
+                                                     .queue_capacity = capacity,
+                                                     .huge_pages = huge_pages,
+                                                     .log = logs.sink(),
+                                                 });
+        w.start();
+        r.ms = seconds_since(t0) * 1e3;
+        r.rss_mib = resident_mib() - rss0;
+        r.huge_mib = huge_page_mib() - huge0;
+        if (!w.enabled()) r.problem = "the writer did not start";
         w.async_close(asio::use_future).get();
     }
     empty_dir(dir);

@@ -179,6 +179,55 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                         "(the I/O thread's work without validation, hop or accounting)");
     report.sections.push_back(std::move(sec));
 
+    // What starting a writer costs per queue capacity, its queue in huge pages or not
+    // (WriterOptions::huge_pages), alternated.
+    if (chosen("starting a writer")) {
+        Section start;
+        start.scenario = "submit-tail";
+        start.title = "starting a writer: RawJsonWriter's constructor and start(), per queue "
+                      "capacity (512 B a cell)";
+        for (std::size_t cap : {std::size_t{1024}, std::size_t{1} << 16, std::size_t{1} << 21}) {
+            Row rows[2];
+            for (int i = 0; i < cfg.pairs; ++i) {
+                for (const bool huge : {true, false}) {
+                    const StartCostResult r = jsonlw_start_cost(cfg.dir, cap, huge);
+                    progress(fmt::format("start, queue {}, huge_pages {}, {}/{}: {:.1f} ms, "
+                                         "{:.1f} MiB resident, {:.0f} MiB in huge pages{}",
+                                         capacity_label(cap), huge, i + 1, cfg.pairs, r.ms,
+                                         r.rss_mib, r.huge_mib,
+                                         r.problem.empty() ? "" : " PROBLEM: " + r.problem));
+                    Row& row = rows[huge ? 0 : 1];
+                    row.values.v.push_back(r.ms);
+                    row.extra.push_back({"MiB resident", r.rss_mib});
+                    row.extra.push_back({"MiB in huge pages", r.huge_mib});
+                    if (row.problem.empty()) row.problem = r.problem;
+                }
+            }
+            for (int h = 0; h < 2; ++h) {
+                Row& row = rows[h];
+                row.variant = fmt::format("queue {}, huge_pages {}", capacity_label(cap),
+                                          h == 0 ? "true (the default)" : "false");
+                row.unit = "ms";
+                row.higher_is_better = false;
+                // The medians of what each run added.
+                std::vector<double> rss, huge;
+                for (std::size_t k = 0; k < row.extra.size(); k += 2) {
+                    rss.push_back(row.extra[k].second);
+                    huge.push_back(row.extra[k + 1].second);
+                }
+                row.extra = {{"MiB resident", quantile(rss, 0.5)},
+                             {"MiB in huge pages", quantile(huge, 0.5)}};
+                start.rows.push_back(std::move(row));
+            }
+        }
+        start.notes.push_back("huge_pages: a queue of 2 MiB or more mapped at a 2 MiB boundary, "
+                              "MADV_HUGEPAGE, then MADV_POPULATE_WRITE; false: mmap(MAP_POPULATE) "
+                              "in 4 KiB pages; below 2 MiB: operator new, the same either way. "
+                              "Resident and huge-page MiB: /proc/self/status VmRSS and "
+                              "smaps_rollup AnonHugePages, after start() - before");
+        report.sections.push_back(std::move(start));
+    }
+
     // What the writer costs when nothing is submitted, and how soon it wakes for a record.
     if (!chosen("an idle writer")) return;
     const double spell = cfg.quick ? 0.3 : 2.0;

@@ -222,12 +222,17 @@ TEST_CASE("wake-ups taken by producers: none while the drain polls — at a stea
     CHECK(close(p).stats.written == 3);
 }
 
-TEST_CASE("a burst of submits into a large fresh writer takes no page fault and no allocation on the producer's thread",
+TEST_CASE("a burst of submits into a large fresh writer takes no page fault and no allocation on the producer's thread, its queue in huge pages or in 4 KiB ones",
           "[integration][writer][raw_json][faults]")
 {
+    // huge_pages: the queue made resident by MADV_POPULATE_WRITE after MADV_HUGEPAGE;
+    // without: by MAP_POPULATE (bounded_ring.hpp, allocate()).
+    const bool huge = GENERATE(true, false);
+    CAPTURE(huge);
     Harness h;
     auto o = h.options();
     o.queue_capacity = std::size_t{1} << 17;  // 64 MiB of queue cells
+    o.huge_pages = huge;
     o.batch_records = 4096;
     jsonlw::RawJsonWriter w(h.executor(), o);
     w.start();  // the loop is not running: the burst only pushes

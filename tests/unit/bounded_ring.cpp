@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <future>
 #include <memory>
 #include <string>
@@ -66,7 +68,10 @@ std::size_t fill(BoundedRing<T>& ring, std::size_t limit)
 template <class T>
 class Kept {
 public:
-    explicit Kept(std::size_t capacity) : ring_(new BoundedRing<T>(capacity)) {}
+    explicit Kept(std::size_t capacity, bool huge_pages = true)
+        : ring_(new BoundedRing<T>(capacity, huge_pages))
+    {
+    }
     Kept(const Kept&) = delete;
     Kept& operator=(const Kept&) = delete;
     ~Kept()
@@ -429,6 +434,67 @@ TEST_CASE("the consumer reads ahead of the tail each page a push will reach, onc
         CHECK(mid->warm_ahead(mid->claimed(), ahead) == 0);
         REQUIRE(mid->try_pop().has_value());
     });
+}
+
+namespace {
+
+// The kernel's transparent huge page setting, the word in brackets ("always", "madvise",
+// "never"), or "" where the kernel has none.
+std::string thp_setting()
+{
+    std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto open = all.find('['), close = all.find(']');
+    return open == std::string::npos || close == std::string::npos ? ""
+                                                                    : all.substr(open + 1, close - open - 1);
+}
+
+// This process's anonymous memory in transparent huge pages, in KiB.
+long anon_huge_kib()
+{
+    std::ifstream in("/proc/self/smaps_rollup");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("AnonHugePages:", 0) == 0) return std::stol(line.substr(14));
+    return -1;
+}
+
+}  // namespace
+
+TEST_CASE("a ring of 2 MiB or more sits in transparent huge pages where the kernel offers them, and in 4 KiB pages when asked not to", "[unit][ring]")
+{
+    const std::string thp = thp_setting();
+    CAPTURE(thp);
+    // 2^16 cells of 512 B: 32 MiB, sixteen 2 MiB pages.
+    const auto huge_kib_of = [](bool huge) {
+        auto kib = std::make_shared<long>(-1);
+        within(quick, [kib, huge] {
+            const long before = anon_huge_kib();
+            REQUIRE(before >= 0);
+            Kept<Wide> ring(std::size_t{1} << 16, huge);
+            *kib = anon_huge_kib() - before;
+            // The memory is the ring's: a lap of pushes and pops through it.
+            std::uint64_t in_place = 0, popped = 0;
+            for (std::uint64_t i = 0; i < (std::uint64_t{1} << 16); ++i) {
+                Wide w(i);
+                std::uint64_t pos = 0;
+                in_place += ring->try_push(w, pos) == BoundedRing<Wide>::Push::ok && pos == i;
+            }
+            while (const auto w = ring->try_pop()) popped += w->id == popped;
+            REQUIRE(in_place == (std::uint64_t{1} << 16));
+            REQUIRE(popped == (std::uint64_t{1} << 16));
+        });
+        return *kib;
+    };
+    const long asked = huge_kib_of(true);
+    const long not_asked = huge_kib_of(false);
+    if (thp == "madvise" || thp == "always") {
+        CHECK(asked == 32 * 1024);
+    } else {
+        WARN("transparent huge pages are \"" << thp << "\" here: the huge-page mapping is not exercised");
+        CHECK(asked == 0);
+    }
+    // With "always" the kernel may back any aligned anonymous mapping with huge pages.
+    if (thp != "always") CHECK(not_asked == 0);
 }
 
 TEST_CASE("a capacity whose cells do not fit in the address space is refused with bad_array_new_length, not wrapped around", "[unit][ring]")

@@ -305,7 +305,7 @@ private:
     JsonlRecordWriter(boost::asio::any_io_executor ex, WriterOptions opts,
                       std::shared_ptr<RecordEncoder<Record>> encoder, detail::EncoderShape shape)
         : core_(std::make_shared<detail::WriterCore>(std::move(ex), std::move(opts))),
-          ring_(core_->options().queue_capacity),
+          ring_(core_->options().queue_capacity, core_->options().huge_pages),
           engine_(core_, ring_,
                   encoder ? std::move(encoder)
                           : throw std::invalid_argument("JsonlRecordWriter: no encoder"),

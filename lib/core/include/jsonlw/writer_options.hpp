@@ -39,6 +39,12 @@ struct WriterOptions {
     // allocated and made resident by the constructor, so no submit() takes a page fault:
     // 2^16 records of RawJsonWriter are 32 MiB, 2^21 are 1 GiB (docs/queue.md).
     std::size_t queue_capacity = 1024;
+    // A queue of 2 MiB or more is mapped at a 2 MiB boundary and asks the kernel for
+    // transparent huge pages before it is made resident (default true): where THP is on
+    // ("madvise" or "always"), 2^21 records (1 GiB) start in ~70 ms instead of ~1.5 s, and
+    // the queue takes 512 TLB entries instead of 262,144. The memory is rounded up to whole
+    // 2 MiB pages. false: 4 KiB pages, as before (docs/queue.md).
+    bool huge_pages = true;
     // At most this many records per append (default 1024). The drain writes whatever is
     // queued when it looks, so the cap only matters with a backlog: then each append's fixed
     // cost (a writev, the stat that checks the path, a hop) is shared by more records. A
