@@ -206,7 +206,7 @@ void submit_tail_scenario(const Config& cfg, Report& report)
             for (int h = 0; h < 2; ++h) {
                 Row& row = rows[h];
                 row.variant = fmt::format("queue {}, huge_pages {}", capacity_label(cap),
-                                          h == 0 ? "true (the default)" : "false");
+                                          h == 0 ? "true" : "false (the default)");
                 row.unit = "ms";
                 row.higher_is_better = false;
                 // The medians of what each run added.

@@ -68,7 +68,7 @@ std::size_t fill(BoundedRing<T>& ring, std::size_t limit)
 template <class T>
 class Kept {
 public:
-    explicit Kept(std::size_t capacity, bool huge_pages = true)
+    explicit Kept(std::size_t capacity, bool huge_pages = false)
         : ring_(new BoundedRing<T>(capacity, huge_pages))
     {
     }

@@ -69,7 +69,7 @@ TEST_CASE("WriterOptions defaults are the documented ones", "[unit][options]")
     const jsonlw::WriterOptions o;
     CHECK(o.directory.empty());
     CHECK(o.queue_capacity == 1024);
-    CHECK(o.huge_pages);
+    CHECK_FALSE(o.huge_pages);
     CHECK(o.batch_records == 1024);
     CHECK(o.batch_bytes == std::size_t{1} << 20);
     CHECK(o.flush_interval == 0ms);

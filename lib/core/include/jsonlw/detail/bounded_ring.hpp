@@ -120,7 +120,7 @@ public:
     // Capacity 0 means 1. Sequence numbers need at least two cells to tell "published" from
     // "free for the next lap", so a one-record ring has two cells and checks its size.
     // `huge_pages`: a ring of populate_bytes or more asks for 2 MiB pages (see allocate()).
-    explicit BoundedRing(std::size_t capacity, bool huge_pages = true)
+    explicit BoundedRing(std::size_t capacity, bool huge_pages = false)
         : capacity_(capacity == 0 ? 1 : capacity),
           cells_count_(capacity_ < 2 ? 2 : capacity_),
           mask_((cells_count_ & (cells_count_ - 1)) == 0 ? cells_count_ - 1 : 0),
@@ -286,9 +286,9 @@ private:
     // The cells' memory, every page of it resident before the first push. A ring of
     // populate_bytes or more is mapped and made resident by one system call — in half the
     // time of faulting its pages in one by one (1 GiB: 1.3 s instead of 2.5 s with 4 KiB
-    // pages) — and, with `huge_pages`, mapped at a 2 MiB boundary and given MADV_HUGEPAGE
+    // pages) — or, with `huge_pages`, mapped at a 2 MiB boundary and given MADV_HUGEPAGE
     // before that call: where transparent huge pages are on ("madvise" or "always") 1 GiB is
-    // then 512 pages, resident in ~70 ms (docs/queue.md). Where they are off, or the kernel
+    // then 512 pages, resident in 0.07–1.8 s depending on the host (docs/queue.md). Where they are off, or the kernel
     // has no MADV_POPULATE_WRITE (before 5.14), it is the 4 KiB mapping. A smaller ring comes
     // from operator new.
     static constexpr std::size_t populate_bytes = std::size_t{2} << 20;
