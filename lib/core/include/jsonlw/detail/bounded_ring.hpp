@@ -288,9 +288,9 @@ private:
     // time of faulting its pages in one by one (1 GiB: 1.3 s instead of 2.5 s with 4 KiB
     // pages) — or, with `huge_pages`, mapped at a 2 MiB boundary and given MADV_HUGEPAGE
     // before that call: where transparent huge pages are on ("madvise" or "always") 1 GiB is
-    // then 512 pages, resident in 0.07–1.8 s depending on the host (docs/queue.md). Where they are off, or the kernel
-    // has no MADV_POPULATE_WRITE (before 5.14), it is the 4 KiB mapping. A smaller ring comes
-    // from operator new.
+    // then 512 pages, resident in 0.07–1.8 s depending on the host (docs/queue.md). Where
+    // they are off, the pages are 4 KiB; where the kernel has no MADV_POPULATE_WRITE (before
+    // 5.14), the MAP_POPULATE mapping is made instead. A smaller ring comes from operator new.
     static constexpr std::size_t populate_bytes = std::size_t{2} << 20;
     static constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
     struct Unmap {
