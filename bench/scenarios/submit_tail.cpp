@@ -187,7 +187,15 @@ void submit_tail_scenario(const Config& cfg, Report& report)
         start.title = "starting a writer: RawJsonWriter's constructor and start(), per queue "
                       "capacity (512 B a cell)";
         for (std::size_t cap : {std::size_t{1024}, std::size_t{1} << 16, std::size_t{1} << 21}) {
+            // [0]: huge_pages true, [1]: false; each run's time in the row, its MiB beside it.
             Row rows[2];
+            std::vector<double> rss[2], huge_mib[2];
+            for (int h = 0; h < 2; ++h) {
+                rows[h].variant = fmt::format("queue {}, huge_pages {}", capacity_label(cap),
+                                              h == 0 ? "true" : "false (the default)");
+                rows[h].unit = "ms";
+                rows[h].higher_is_better = false;
+            }
             for (int i = 0; i < cfg.pairs; ++i) {
                 for (const bool huge : {true, false}) {
                     const StartCostResult r = jsonlw_start_cost(cfg.dir, cap, huge);
@@ -196,28 +204,17 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                                          capacity_label(cap), huge, i + 1, cfg.pairs, r.ms,
                                          r.rss_mib, r.huge_mib,
                                          r.problem.empty() ? "" : " PROBLEM: " + r.problem));
-                    Row& row = rows[huge ? 0 : 1];
-                    row.values.v.push_back(r.ms);
-                    row.extra.push_back({"MiB resident", r.rss_mib});
-                    row.extra.push_back({"MiB in huge pages", r.huge_mib});
-                    if (row.problem.empty()) row.problem = r.problem;
+                    const int h = huge ? 0 : 1;
+                    rows[h].values.v.push_back(r.ms);
+                    rss[h].push_back(r.rss_mib);
+                    huge_mib[h].push_back(r.huge_mib);
+                    if (rows[h].problem.empty()) rows[h].problem = r.problem;
                 }
             }
             for (int h = 0; h < 2; ++h) {
-                Row& row = rows[h];
-                row.variant = fmt::format("queue {}, huge_pages {}", capacity_label(cap),
-                                          h == 0 ? "true" : "false (the default)");
-                row.unit = "ms";
-                row.higher_is_better = false;
-                // The medians of what each run added.
-                std::vector<double> rss, huge;
-                for (std::size_t k = 0; k < row.extra.size(); k += 2) {
-                    rss.push_back(row.extra[k].second);
-                    huge.push_back(row.extra[k + 1].second);
-                }
-                row.extra = {{"MiB resident", quantile(rss, 0.5)},
-                             {"MiB in huge pages", quantile(huge, 0.5)}};
-                start.rows.push_back(std::move(row));
+                rows[h].extra = {{"MiB resident", quantile(rss[h], 0.5)},
+                                 {"MiB in huge pages", quantile(huge_mib[h], 0.5)}};
+                start.rows.push_back(std::move(rows[h]));
             }
         }
         start.notes.push_back("huge_pages: a queue of 2 MiB or more mapped at a 2 MiB boundary, "
