@@ -47,13 +47,13 @@ void submit_tail_scenario(const Config& cfg, Report& report)
         // At 50,000/s also with idle_poll 4 ms: each of the drain's looks costs the caller's
         // next call, and at a steady rate the drain looks every idle_poll (docs/queue.md,
         // "The tail"); the pair shows what a quarter of the looks buys, in the same run.
-        for (unsigned poll_us : {1000u, 4000u}) {
-            if (poll_us != 1000 && rate > 50000) continue;
+        for (unsigned poll_us : {base.idle_poll_us, 4000u}) {
+            if (poll_us != base.idle_poll_us && rate > 50000) continue;
             for (std::size_t cap : {std::size_t{1024}, std::size_t{1} << 16, std::size_t{1} << 21}) {
                 for (bool loop : {false, true}) {
                     Cell c{fmt::format("jsonlw {}/s, queue {}, {}{}", human(rate),
                                        capacity_label(cap), loop ? "loop thread" : "other thread",
-                                       poll_us == 1000 ? "" : ", idle_poll 4 ms"),
+                                       poll_us == base.idle_poll_us ? "" : ", idle_poll 4 ms"),
                            base};
                     c.spec.rate_per_s = rate;
                     c.spec.queue_capacity = cap;
@@ -144,7 +144,7 @@ void submit_tail_scenario(const Config& cfg, Report& report)
         if (refused) row.extra.emplace_back("refused", static_cast<double>(refused));
         row.problem = first_problem(results[v]);
         // The goals are the default options' (the idle_poll 4 ms rows are a comparison).
-        if (writer && cells[v].spec.idle_poll_us == 1000) {
+        if (writer && cells[v].spec.idle_poll_us == base.idle_poll_us) {
             report.goals.push_back(make_goal(fmt::format("submit() p99.9, {}", cells[v].name),
                                              "<=", 1000, row.values.median(), "ns"));
             report.goals.push_back(make_goal(fmt::format("submit() p99, {}", cells[v].name),
