@@ -12,6 +12,8 @@
 #include "alloc_count.hpp"
 #include "common.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <sys/resource.h>
@@ -107,6 +109,49 @@ TEST_CASE("on an executor that is not an io_context's, records are still written
     const auto report = close(w);
     CHECK(report.stats.written == 3);
     CHECK(invariant_holds(report.stats));
+}
+
+TEST_CASE("records at a steady rate are written by the I/O thread's own paced steps: the caller's loop thread runs almost no handler for them",
+          "[integration][writer][wakeup]")
+{
+    // The caller's loop, run handler by handler so that each one is counted. Declared before
+    // the writer, which must be destroyed first.
+    boost::asio::io_context loop;
+    auto guard = boost::asio::make_work_guard(loop);
+    std::atomic<std::uint64_t> handlers{0};
+    std::thread runner([&] {
+        while (loop.run_one() != 0) handlers.fetch_add(1, std::memory_order_relaxed);
+    });
+    Harness h;  // its directory and options; its own loop is never started
+    auto o = h.options();
+    o.queue_capacity = std::size_t{1} << 16;  // no burst wake-up however the test is delayed
+    {
+        TestWriter w(loop.get_executor(), o);  // idle_poll 1 ms, flush_interval 0: paced steps
+        w.start();
+        int refused = 0;
+        // Warm-up (the drain's first steps start the pace), then 2,000 records one every
+        // 100 us: a step about every idle_poll, with records waiting at every look.
+        allocations_in_submits(w, 0, 200, 100us, refused);
+        const std::uint64_t h0 = handlers.load(), b0 = w.stats().batches;
+        allocations_in_submits(w, 200, 2000, 100us, refused);
+        const std::uint64_t h1 = handlers.load(), b1 = w.stats().batches;
+        CAPTURE(h1 - h0, b1 - b0);
+        // Stepped about every idle_poll, not once per record and not in one batch.
+        CHECK(b1 - b0 >= 40);
+        CHECK(b1 - b0 < 1000);
+        // A step paced by the loop thread cost it two handlers (the timer, the hop back); now
+        // the loop thread runs handlers only when a pace ends (a look that found no record:
+        // this thread was descheduled for longer than idle_poll) and the next begins.
+        CHECK(h1 - h0 <= (b1 - b0) / 4);
+        CHECK(refused == 0);
+        const auto report = close(w);
+        CHECK(report.stats.written == 2200);
+        CHECK(invariant_holds(report.stats));
+        CHECK(count_lines(w.file_path()) == 2200);
+    }
+    guard.reset();
+    loop.stop();
+    runner.join();
 }
 
 TEST_CASE("RawJsonWriter: submit(std::string_view) copies a line of up to 456 B into its queue cell with no allocation; a longer one into a string; every line written as given",

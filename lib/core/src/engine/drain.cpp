@@ -1,6 +1,7 @@
 // Drain (see drain.hpp): the coroutine on the strand, its idle polls (or parks), its linger,
 // its hops to the I/O thread and what it has done there (a step of units, the final close,
-// fsyncs, the sink's reopen and tick); and the wake-up a producer's submit() posts to it.
+// fsyncs, the sink's reopen and tick), its hand-off of paced steps to the I/O executor
+// (IoPace); and the wake-up a producer's submit() posts to it.
 #include "drain.hpp"
 
 #include "writer_core_impl.hpp"
@@ -58,7 +59,8 @@ Drain::Drain(WriterCore& core, Strand& strand)
       strand_(strand),
       opts_(core.opts_),
       doorbell_(core.wake_state_),
-      timer_(strand)
+      timer_(strand),
+      paced_(strand)
 {
     // A wake-up posted straight to an io_context's executor can use the writer's own
     // memory; through the type-erased executor Asio allocates (twice) off its threads.
@@ -67,6 +69,7 @@ Drain::Drain(WriterCore& core, Strand& strand)
 
 void Drain::start()
 {
+    pace_.emplace(*this, core_.impl_->io_ex);
     running_.store(true, std::memory_order_release);
     asio::co_spawn(strand_, run(core_.shared_from_this()), asio::detached);
 }
@@ -93,6 +96,55 @@ auto Drain::on_io(IoTask task)
             });
         },
         asio::use_awaitable);
+}
+
+// co_await pace_on_io(consumed): the run holds the life guard, as an on_io() task does, until
+// end_pace_io() has posted the end of this wait.
+asio::awaitable<void> Drain::pace_on_io(std::uint64_t consumed)
+{
+    WriterCore::Impl& d = *core_.impl_;
+    if (!d.enter()) co_return;  // the writer is gone
+    paced_.expires_at(clock::time_point::max());
+    // The run's end is posted to this strand, so it cannot come before the wait below begins.
+    pace_->run(consumed);
+    boost::system::error_code ec;
+    co_await paced_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+bool Drain::detaching() const noexcept
+{
+    return core_.impl_->life->detaching.load(std::memory_order_seq_cst);
+}
+
+void Drain::cut_pace() noexcept
+{
+    if (!pace_) return;
+    // The cancel below runs on the I/O executor, maybe after the run has ended and shutdown()
+    // has begun: it holds the life guard (even while detaching), so shutdown() waits for it
+    // and the writer outlives it. A run holds the guard too, so a run that ended before the
+    // count went up was seen ended below (each store and load here is seq_cst).
+    WriterCore::Impl& d = *core_.impl_;
+    d.life->active.fetch_add(1, std::memory_order_seq_cst);
+    auto life = d.life;
+    if (!pace_->cut()) {
+        life->leave();
+        return;
+    }
+    asio::post(pace_->strand(), [this, life] {
+        pace_->cancel();
+        life->leave();  // the last touch of the writer
+    });
+}
+
+void Drain::end_pace_io() noexcept
+{
+    WriterCore::Impl& d = *core_.impl_;
+    fsync_due_io_ = d.sinks.sync_due();
+    tick_due_io_ = d.sinks.next_tick();
+    auto life = d.life;
+    // The coroutine waits for this handler (and keeps the writer alive until it resumes).
+    asio::post(strand_, [this] { paced_.cancel(); });
+    life->leave();  // touches only the shared Life: the core may be gone now
 }
 
 // The I/O thread, inside on_io(): one task at a time, never on the user's executor.
@@ -193,39 +245,6 @@ bool Drain::pacing() const noexcept
            !core_.impl_->waiters.flushing();
 }
 
-asio::awaitable<bool> Drain::pace(std::uint64_t consumed)
-{
-    WriterCore::Impl& d = *core_.impl_;
-    {
-        WriterCore::Impl::Guard g(d);
-        if (!g) co_return false;
-        // What a wake() before the wait below would have asked for is seen here; a batch
-        // waits when the cell linger_target() - 1 past the head holds its record.
-        if (core_.ring_->published(consumed + linger_target() - 1) || d.waiters.flushing() ||
-            closing_ || d.sinks.reopen_requested())
-            co_return true;
-    }
-    // As long as idle_poll, but no longer than half of linger_target() takes to arrive at the
-    // rate records came since the last pace: a small queue at a high rate is not left to fill
-    // to a quarter, where a producer would post the burst's wake-up (a system call on its
-    // thread) and, under Overflow::block, wait for room.
-    const auto now = clock::now();
-    clock::duration wait = opts_.idle_poll;
-    if (paced_at_ && now > *paced_at_ && consumed > paced_head_) {
-        const double per_tick = static_cast<double>(consumed - paced_head_) /
-                                static_cast<double>((now - *paced_at_).count());
-        const double half = static_cast<double>(std::max<std::uint64_t>(1, linger_target() / 2));
-        if (half / per_tick < static_cast<double>(wait.count()))
-            wait = clock::duration(static_cast<clock::rep>(half / per_tick));
-    }
-    paced_at_ = now;
-    paced_head_ = consumed;
-    boost::system::error_code ec;
-    timer_.expires_after(wait);
-    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    co_return true;
-}
-
 asio::awaitable<bool> Drain::linger(std::uint64_t consumed, clock::time_point since)
 {
     WriterCore::Impl& d = *core_.impl_;
@@ -300,7 +319,7 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
         }
         const bool stepped = std::exchange(stepped_, false);
         if (claimed == consumed) {
-            paced_at_.reset();  // the next pace measures the rate afresh, not across the spell
+            pace_->forget_rate();  // the next pace measures the rate afresh, not across the spell
             if (closing_) {
                 co_await on_io(IoTask::finalize);
                 d.finish(true);
@@ -311,7 +330,11 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
         }
         empty_since_.reset();
         if (stepped && paced && claimed - consumed < linger_target()) {
-            if (!co_await pace(consumed)) break;
+            yield_hop_.store(false, std::memory_order_relaxed);  // pacing(): no flush, no close
+            co_await pace_on_io(consumed);
+            stepped_ = true;
+            fsync_due_ = fsync_due_io_;  // written by the run, read after its completion
+            tick_due_ = tick_due_io_;
             continue;
         }
         // Polling, the records seen now came after the last quiet look: their linger counts

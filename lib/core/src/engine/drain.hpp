@@ -1,20 +1,23 @@
 // Drain: the writer's drain — one coroutine per writer on a strand of the user's executor
 // (started by WriterCore::start()) that polls an empty queue (every idle_poll, backing off to
-// idle_poll_max; with idle_poll 0 it parks instead), paces its steps while records keep
-// coming, lingers for a short batch, hops to the I/O thread for each step (and
-// for fsyncs, sink ticks, a reopen, the final close) and completes flushes; and the wake-up a
-// producer's submit() posts to it when it parked.
+// idle_poll_max; with idle_poll 0 it parks instead), lingers for a short batch, hops to the
+// I/O thread for each step (and for fsyncs, sink ticks, a reopen, the final close), hands
+// its steps to the I/O executor's own pace (IoPace) while records keep coming, and completes
+// flushes; and the wake-up a producer's submit() posts to it when it parked.
 // Owned by WriterCore::Impl. run() and everything but the marked functions run on the
-// strand; notify() and request_yield() on any thread; yield_requested() on the I/O thread.
+// strand; notify(), request_yield() and cut_pace() on any thread; yield_requested(),
+// detaching() and step_io() on the I/O thread.
 // Owns its state: the timer it waits on, the wake-up's memory, the claim position from which
 // a submit wakes it, since when the queue is empty and the idle poll's interval, whether its
-// last pass stepped and where its last pace began (pace()), the fsync and sink tick it owes,
-// whether close has begun. The one piece producers read, the doorbell (awake, parked, lingering), is
+// last pass stepped, the I/O-side pace, the fsync and sink tick it owes, whether close has
+// begun. The one piece producers read, the doorbell (awake, parked, lingering), is
 // WriterCore's, so that submit() reads it inline.
 #pragma once
 
 #include <jsonlw/detail/writer_core.hpp>
 #include <jsonlw/writer_options.hpp>
+
+#include "io_pace.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -78,8 +81,14 @@ public:
     {
         return producer_wakeups_.load(std::memory_order_relaxed);
     }
-    // The strand: cuts the current park, poll or linger short.
-    void wake() noexcept { timer_.cancel(); }
+    // The strand: cuts the current park, poll, linger or I/O-side pace short.
+    void wake() noexcept
+    {
+        timer_.cancel();
+        cut_pace();
+    }
+    // Any thread: cuts the I/O-side pace short (shutdown(): the writer is detaching).
+    void cut_pace() noexcept;
     // Any thread: have wake() run on the strand.
     void post_wake() noexcept;
 
@@ -93,12 +102,22 @@ public:
     bool yield_requested() const noexcept { return yield_hop_.load(std::memory_order_relaxed); }
 
 private:
+    friend class IoPace;  // paces step_io() on the I/O executor, reads the ring and the options
+
     boost::asio::awaitable<void> run(std::shared_ptr<WriterCore> keep);
     // co_await on_io(task): runs the task on the I/O thread and resumes on the strand.
     auto on_io(IoTask task);
+    // co_await pace_on_io(consumed): the I/O executor paces the steps (IoPace::run) until
+    // the queue is empty, a wake() or the writer is gone; resumes on the strand.
+    boost::asio::awaitable<void> pace_on_io(std::uint64_t consumed);
     // The I/O thread: a task; a step of units.
     void run_io(IoTask task) noexcept;
     void step_io() noexcept;
+    bool detaching() const noexcept;
+    const RingPositions& ring() const noexcept { return *core_.ring_; }
+    // The I/O thread, IoPace's last act: ends pace_on_io()'s wait on the strand and leaves
+    // the life guard it entered.
+    void end_pace_io() noexcept;
     // Whether the drain polls (idle_poll > 0: producers never wake it) or parks (idle_poll 0:
     // the first submit after it parked, or a full batch while it lingers, posts a wake-up).
     bool polling() const noexcept { return opts_.idle_poll.count() > 0; }
@@ -110,17 +129,15 @@ private:
     // flush_interval to grow to it (polling: looking every idle_poll), where `since` is the
     // earliest any of them can have been queued. Returns false when the writer is gone.
     boost::asio::awaitable<bool> linger(std::uint64_t consumed, clock::time_point since);
-    // The strand, polling with no flush_interval, after a step that left fewer than
-    // linger_target() records waiting (those queued while it ran): the next look comes one
-    // idle_poll later (sooner, when half of linger_target() would arrive sooner at the rate
-    // measured since the last pace), not at once — cut short by a burst (a quarter of the
-    // queue), a flush, a close or a reopen, as an idle poll is. A drain that stepped again at once would, where
-    // a step lasts about as long as the gap between two records, pop each record as it is
-    // published and read the cell its producer fills next: a cross-core miss on that
-    // producer's next submit() (docs/queue.md, "The tail"). Returns false when the writer is
-    // gone.
-    boost::asio::awaitable<bool> pace(std::uint64_t consumed);
-    // Whether the drain paces its steps (see pace()): polling, no flush_interval, no close
+    // Polling with no flush_interval, a step that left fewer than linger_target() records
+    // waiting (those queued while it ran) is followed by the next one idle_poll later (sooner
+    // at a high rate: IoPace::wait()), not at once — cut short by a burst (a quarter of the
+    // queue), a flush, a close or a reopen, as an idle poll is. A drain that stepped again at
+    // once would, where a step lasts about as long as the gap between two records, pop each
+    // record as it is published and read the cell its producer fills next: a cross-core miss
+    // on that producer's next submit() (docs/queue.md, "The tail"). The I/O executor paces
+    // those steps itself (IoPace), so the loop thread takes no wake-up for them.
+    // Whether the drain paces its steps (see above): polling, no flush_interval, no close
     // or flush under way. The strand.
     bool pacing() const noexcept;
     // The longest idle() sleeps between two looks: idle_poll_max, but no longer than
@@ -142,6 +159,9 @@ private:
     std::optional<boost::asio::io_context::executor_type> loop_ex_;  // when it is an io_context's
     WakeArena arena_;
     boost::asio::steady_timer timer_;  // the drain parks (or lingers) on it
+    // pace_on_io() waits on it until the I/O-side pace has ended (never cut by wake(): the
+    // pace must have stopped stepping before the strand steps again).
+    boost::asio::steady_timer paced_;
     std::atomic<bool> running_{false};
     std::atomic<bool> yield_hop_{false};
     // Lingering (idle_poll 0): the claim position from which a submit wakes the drain.
@@ -154,10 +174,8 @@ private:
 
     // The strand's own.
     bool closing_ = false;
-    bool stepped_ = false;  // the last pass ran a step: what came during it waits for pace()
-    // Where the last pace began (when, and the head then): the next measures the rate from it.
-    std::optional<clock::time_point> paced_at_;
-    std::uint64_t paced_head_ = 0;
+    bool stepped_ = false;  // the last pass ran a step: what came during it is paced
+    std::optional<IoPace> pace_;  // made by start(), when the I/O executor is known
     std::optional<clock::time_point> empty_since_;  // when the drain found the queue empty
     clock::duration poll_interval_{};               // the idle poll's current interval
     // Polling: when the drain last found the queue empty — every record it sees next was

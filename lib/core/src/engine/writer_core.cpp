@@ -144,8 +144,10 @@ void WriterCore::shutdown() noexcept
     // The push count is final once intake is closed; stats() uses it from now on.
     if (units_) final_pushes_.store(ring_->close(), std::memory_order_release);
     d.life->detaching.store(true, std::memory_order_seq_cst);
-    // Wake threads blocked in submit(); they see the queue closed.
+    // Wake threads blocked in submit(); they see the queue closed. An I/O-side pace holds the
+    // life guard through its waits: cut it short.
     d.space.wake_all();
+    d.drain.cut_pace();
     // Wait for a running batch (it checks `detaching` between batches).
     for (int a = d.life->active.load(); a != 0; a = d.life->active.load()) d.life->active.wait(a);
     if (units_) {

@@ -6,6 +6,8 @@
 //   drain.hpp/.cpp     Drain: the drain coroutine on the strand and its state, its
 //                      wake-ups, the hops to the I/O thread and its tasks there (a step
 //                      of units, the final close, fsync, reopen, tick)
+//   io_pace.hpp/.cpp   IoPace: the drain's steps paced on the I/O executor while records
+//                      keep coming
 //   unit_context.cpp   UnitContext (jsonlw/detail/unit_context.hpp): a unit's way through
 //                      the objects below, for the typed engine's run_unit()
 //   close_handoff.hpp  CloseHandoff: who counts the unit in flight when close runs out of time
