@@ -116,17 +116,18 @@ bool Drain::detaching() const noexcept
     return core_.impl_->life->detaching.load(std::memory_order_seq_cst);
 }
 
-void Drain::cut_pace() noexcept
+void Drain::cut_pace(bool by_shutdown) noexcept
 {
-    if (!pace_) return;
-    // The cancel below runs on the I/O executor, maybe after the run has ended and shutdown()
-    // has begun: it holds the life guard (even while detaching), so shutdown() waits for it
-    // and the writer outlives it. A run holds the guard too, so a run that ended before the
-    // count went up was seen ended below (each store and load here is seq_cst).
+    // The cancel below runs on the I/O executor, maybe after the run has ended: it holds the
+    // life guard (even while detaching), so shutdown() waits for it before it drops the pace.
+    // Once the writer is detaching only shutdown() cuts (its own cut comes before its wait):
+    // another caller that saw it detaching touches nothing, since the pace may be going.
+    // A run holds the guard too, so a run that ended before the count went up is seen ended
+    // below (each store and load here is seq_cst).
     WriterCore::Impl& d = *core_.impl_;
     d.life->active.fetch_add(1, std::memory_order_seq_cst);
     auto life = d.life;
-    if (!pace_->cut()) {
+    if ((!by_shutdown && detaching()) || !pace_ || !pace_->cut()) {
         life->leave();
         return;
     }
@@ -135,6 +136,8 @@ void Drain::cut_pace() noexcept
         life->leave();  // the last touch of the writer
     });
 }
+
+void Drain::drop_pace() noexcept { pace_.reset(); }
 
 void Drain::end_pace_io() noexcept
 {
@@ -306,6 +309,9 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
             consumed = core_.ring_->consumed();
             if (!paced) claimed = core_.ring_->claimed();
             else claimed = consumed + (core_.ring_->published(consumed) ? 1 : 0);
+            // The next pace measures the rate afresh, not across the spell. Under the guard:
+            // shutdown() drops the pace once no guard is held.
+            if (claimed == consumed) pace_->forget_rate();
         }
         d.waiters.complete_flushes(consumed, {});
         if (d.sinks.reopen_requested() && !closing_) {
@@ -319,7 +325,6 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
         }
         const bool stepped = std::exchange(stepped_, false);
         if (claimed == consumed) {
-            pace_->forget_rate();  // the next pace measures the rate afresh, not across the spell
             if (closing_) {
                 co_await on_io(IoTask::finalize);
                 d.finish(true);

@@ -85,10 +85,15 @@ public:
     void wake() noexcept
     {
         timer_.cancel();
-        cut_pace();
+        cut_pace(false);
     }
-    // Any thread: cuts the I/O-side pace short (shutdown(): the writer is detaching).
-    void cut_pace() noexcept;
+    // Any thread: cuts the I/O-side pace short; shutdown() passes true (the writer is
+    // detaching: no other caller touches the pace then).
+    void cut_pace(bool by_shutdown) noexcept;
+    // shutdown(), once no life guard is held: destroys the I/O-side pace. Its strand and timer
+    // belong to the I/O executor, which the caller may destroy once the writer is gone while
+    // the core lives on (a handler of the user's executor may hold it): they go now.
+    void drop_pace() noexcept;
     // Any thread: have wake() run on the strand.
     void post_wake() noexcept;
 

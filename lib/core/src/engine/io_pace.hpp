@@ -3,9 +3,9 @@
 // wake-up and the loop thread none (docs/queue.md, "The tail"). Before, each paced look
 // woke the loop thread's timer, hopped to the I/O thread and hopped back: three wake-ups on
 // a machine whose cores the callers share.
-// Owned by Drain (made by Drain::start()). run() is called on the drain's strand with the
-// life guard entered for it; everything else but cut() runs on the I/O executor's strand;
-// cut() on any thread. Owns the timer and its strand, the rate it measures between two
+// Owned by Drain (made by Drain::start()). run() and, between runs, forget_rate() are
+// called on the drain's strand (run() with the life guard entered for it); cut() on any
+// thread; everything else runs on the I/O executor's strand. Owns the timer and its strand, the rate it measures between two
 // waits, whether a run is in progress and whether it has been cut.
 #pragma once
 

@@ -147,9 +147,10 @@ void WriterCore::shutdown() noexcept
     // Wake threads blocked in submit(); they see the queue closed. An I/O-side pace holds the
     // life guard through its waits: cut it short.
     d.space.wake_all();
-    d.drain.cut_pace();
+    d.drain.cut_pace(true);
     // Wait for a running batch (it checks `detaching` between batches).
     for (int a = d.life->active.load(); a != 0; a = d.life->active.load()) d.life->active.wait(a);
+    d.drain.drop_pace();  // no guard held: no run, no cut in flight
     if (units_) {
         d.handoff.lock();
         const std::size_t n = units_->discard_queued();
