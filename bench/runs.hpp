@@ -93,6 +93,7 @@ struct SubmitCostSpec {
     std::filesystem::path dir;
     unsigned flush_interval_ms = 0;  // jsonlw only: WriterOptions::flush_interval
     unsigned idle_poll_us = 1000;    // jsonlw only: WriterOptions::idle_poll
+    unsigned idle_poll_max_us = 0;   // jsonlw only: WriterOptions::idle_poll_max (0: the default)
     bool from_loop = false;          // jsonlw only: call submit() from the io_context's thread
     // jsonlw only, how the caller hands the line over: a std::string built before the timed
     // call and moved in; submit(std::string(line)) (the string's allocation timed); or

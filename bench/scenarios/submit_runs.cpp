@@ -102,6 +102,9 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
                                                         : jsonlw::Overflow::drop_newest,
                                     .log = logs.sink(),
                                     .idle_poll = std::chrono::microseconds(s.idle_poll_us),
+                                    .idle_poll_max = s.idle_poll_max_us
+                                                         ? std::chrono::microseconds(s.idle_poll_max_us)
+                                                         : jsonlw::WriterOptions{}.idle_poll_max,
                                 });
         w.start();
         r.start_ms = seconds_since(t0) * 1e3;

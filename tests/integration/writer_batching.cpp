@@ -1,15 +1,18 @@
 // How queued records become batches: batch_records caps a batch, records queued while an
-// append is slow are gathered into full batches, and a polling drain takes what came during
-// an append at its next look, one idle_poll later, unless a batch is already waiting.
+// append is slow are gathered into full batches, a polling drain takes what came during an
+// append at its next look, one idle_poll later, unless a batch is already waiting, and at a
+// steady rate it looks once per half batch, at least every idle_poll_max.
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
 #include <catch2/catch.hpp>
 
 #include "common.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 using namespace jsonlw_test;
@@ -160,4 +163,41 @@ TEST_CASE("async_flush while the drain waits out its pace completes without wait
     CHECK(p.h.seam->successful_write_lines() == std::vector<std::size_t>{1, 1});
     CHECK(p.w.stats().written == 2);
     CHECK(p.times.gap(0) < 5s);
+}
+
+TEST_CASE("at a steady rate the polling drain looks once per half batch of records, and at least every idle_poll_max", "[integration][writer][batching]")
+{
+    // A third to a half of the looks cost the caller's next submit() a cross-core miss, so a
+    // steady stream is looked at once per half batch (64 records here), not every idle_poll
+    // (1 ms: about 10 records at this rate) — unless idle_poll_max comes first
+    // (docs/queue.md, "The tail").
+    const bool ceiling = GENERATE(false, true);
+    INFO((ceiling ? "idle_poll_max 2 ms" : "idle_poll_max 1 s"));
+    Harness h(with_seam);
+    auto o = h.options();
+    o.queue_capacity = std::size_t{1} << 16;  // no burst wake-up however the test is delayed
+    o.batch_records = 128;
+    o.idle_poll = 1ms;
+    o.idle_poll_max = ceiling ? 2ms : 1000ms;
+    TestWriter w(h.executor(), o);
+    h.start(w);
+    // 2,000 records, one every 100 us (slower where the machine is loaded: the drain's pace
+    // follows the rate it measures).
+    for (int i = 0; i < 2000; ++i) {
+        REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+        std::this_thread::sleep_for(100us);
+    }
+    flush(w);
+    std::vector<std::size_t> lines = h.seam->successful_write_lines();
+    CAPTURE(lines.size());
+    REQUIRE(lines.size() >= 3);
+    std::sort(lines.begin(), lines.end());
+    const std::size_t median = lines[lines.size() / 2];
+    CAPTURE(median);
+    // Half a batch is 64 records: about 6-10 ms at this rate. Looking every idle_poll would
+    // write batches of about 10; idle_poll_max 2 ms, about 20 or fewer.
+    if (ceiling) CHECK(median <= 32);
+    else CHECK(median >= 40);
+    CHECK(w.stats().written == 2000);
+    CHECK(invariant_holds(w.stats()));
 }

@@ -325,8 +325,11 @@ private:
             if (const std::uint8_t seen = doorbell_.load(std::memory_order_seq_cst)) [[unlikely]]
                 core_->wake_drain(seen, pos);
             // One push in burst_stride: is a burst filling the queue while the drain sleeps?
-            else if ((pos & burst_mask_) == 0) [[unlikely]]
+            // The push before asks for the line that check reads.
+            else if (const std::uint64_t k = pos & burst_mask_; k == 0) [[unlikely]]
                 core_->check_burst(pos);
+            else if (k == burst_mask_) [[unlikely]]
+                ring_.prefetch_consumed();
             return SubmitResult::accepted;
         case Ring::Push::closed: core_->count_closed(); return SubmitResult::closed;
         case Ring::Push::full: break;

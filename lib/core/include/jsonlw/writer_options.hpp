@@ -85,16 +85,20 @@ struct WriterOptions {
     // takes no lock and makes no system call however long the writer was idle — but in a
     // burst, when a quarter of the queue waits before the drain's next look: then one
     // submit() posts it a wake-up (docs/queue.md). After 50 ms without a record each quiet
-    // look doubles the interval, up to idle_poll_max. A record waits for the drain at most
-    // idle_poll while records keep coming (what came during an append waits for the next
-    // look, unless a batch waits: docs/queue.md), at most idle_poll_max after an idle spell —
-    // or flush_interval, when one is set and shorter: it bounds the back-off too.
+    // look doubles the interval, up to idle_poll_max. While records keep coming the drain
+    // looks once half a batch has come at the rate they come (a third to a half of the looks
+    // cost the next submit() a cross-core miss: docs/queue.md), never less often than
+    // idle_poll_max. So a record waits for the drain at most idle_poll_max, while records keep
+    // coming or after an idle spell — or flush_interval, when one is set and shorter: it
+    // bounds the back-off too.
     // 0: park at once instead — no idle CPU, but the first submit after the queue emptied
     // posts a wake-up to your executor (its lock, maybe a system call), and so does a full
     // batch while the drain lingers for flush_interval.
     std::chrono::microseconds idle_poll{1000};
-    // The longest an idle drain sleeps between two looks at the queue (default 8 ms): what an
-    // idle writer costs (about 125 looks a second) against how soon it sees a record.
+    // The longest the drain waits between two looks at the queue (default 8 ms), idle or
+    // while records keep coming: what an idle writer costs (about 125 looks a second), and
+    // how many looks a steady stream's submit() calls pay for, against how soon a record is
+    // written. Set it to idle_poll for a look every idle_poll while records keep coming.
     std::chrono::microseconds idle_poll_max{8000};
 
     // --- Files for shippers and loaders (docs/shipping.md) ---

@@ -135,13 +135,14 @@ private:
     // earliest any of them can have been queued. Returns false when the writer is gone.
     boost::asio::awaitable<bool> linger(std::uint64_t consumed, clock::time_point since);
     // Polling with no flush_interval, a step that left fewer than linger_target() records
-    // waiting (those queued while it ran) is followed by the next one idle_poll later (sooner
-    // at a high rate: IoPace::wait()), not at once — cut short by a burst (a quarter of the
-    // queue), a flush, a close or a reopen, as an idle poll is. A drain that stepped again at
-    // once would, where a step lasts about as long as the gap between two records, pop each
-    // record as it is published and read the cell its producer fills next: a cross-core miss
-    // on that producer's next submit() (docs/queue.md, "The tail"). The I/O executor paces
-    // those steps itself (IoPace), so the loop thread takes no wake-up for them.
+    // waiting (those queued while it ran) is followed by the next one once half a batch has
+    // come at the measured rate, at most longest_poll() later (IoPace::wait()), not at once
+    // — cut short by a burst (a quarter of the queue), a flush, a close or a reopen, as an
+    // idle poll is. A drain that stepped again at once would, where a step lasts about as
+    // long as the gap between two records, pop each record as it is published and read the
+    // cell its producer fills next: a cross-core miss on that producer's next submit()
+    // (docs/queue.md, "The tail"). The I/O executor paces those steps itself (IoPace), so
+    // the loop thread takes no wake-up for them.
     // Whether the drain paces its steps (see above): polling, no flush_interval, no close
     // or flush under way. The strand.
     bool pacing() const noexcept;

@@ -32,11 +32,15 @@ bool IoPace::cut() noexcept
     return running_.load(std::memory_order_seq_cst);
 }
 
-// As long as idle_poll, but no longer than half a batch (Drain::linger_target()) takes to
-// arrive at the rate records came since the last wait: a small queue at a high rate is not
-// left to fill to a quarter, where a producer would post the burst's wake-up (a system call
-// on its thread) and, under Overflow::block, wait for room. A batch already waiting is
-// stepped at once.
+// As long as half a batch (Drain::linger_target()) takes to arrive at the rate records came
+// since the last wait, but no longer than the longest poll (idle_poll_max, or flush_interval
+// when shorter): a third to a half of the looks cost the caller's next submit() a cross-core
+// miss (a look reads the cell that caller fills next), so a steady stream is looked at once
+// per half batch — one call in 128 at the defaults — rather than every idle_poll (docs/queue.md, "The
+// tail"); and a small queue at a high rate is not left to fill to a quarter, where a producer
+// would post the burst's wake-up (a system call on its thread) and, under Overflow::block,
+// wait for room. Before the rate is known: idle_poll. A batch already waiting is stepped at
+// once.
 void IoPace::wait(std::uint64_t consumed)
 {
     if (cut_.load(std::memory_order_seq_cst) || drain_.detaching()) return finish();
@@ -51,6 +55,7 @@ void IoPace::wait(std::uint64_t consumed)
         const double per_tick = static_cast<double>(consumed - paced_head_) /
                                 static_cast<double>((now - *paced_at_).count());
         const double half = static_cast<double>(std::max<std::uint64_t>(1, target / 2));
+        pause = drain_.longest_poll();
         if (half / per_tick < static_cast<double>(pause.count()))
             pause = clock::duration(static_cast<clock::rep>(half / per_tick));
     }
