@@ -12,6 +12,7 @@
 #include <jsonlw/raw_json_text.hpp>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <fmt/format.h>
@@ -68,20 +69,44 @@ SubmitCostResult ring_floor_submit_cost(const SubmitCostSpec& s, bool appends)
             }
         });
         PacedCalls paced(s, r);
-        while (paced.more())
-            paced.step([&](std::size_t i) {
-                return [&ring, &line = s.pool->at(i)] {
-                    // RawJsonWriter's submit(std::string_view) of a short line, without the
-                    // writer: the same push, the same cell, the text copied into it.
-                    std::uint64_t pos = 0;
-                    return ring.try_push_with(
-                               [&line](void* at) noexcept {
-                                   ::new (at) jsonlw::RawJsonText(
-                                       jsonlw::RawJsonText::fits_inline_t{}, line);
-                               },
-                               pos) == Ring::Push::ok;
-                };
-            });
+        const auto make = [&](std::size_t i) {
+            return [&ring, &line = s.pool->at(i)] {
+                // RawJsonWriter's submit(std::string_view) of a short line, without the
+                // writer: the same push, the same cell, the text copied into it.
+                std::uint64_t pos = 0;
+                return ring.try_push_with(
+                           [&line](void* at) noexcept {
+                               ::new (at) jsonlw::RawJsonText(
+                                   jsonlw::RawJsonText::fits_inline_t{}, line);
+                           },
+                           pos) == Ring::Push::ok;
+            };
+        };
+        if (s.from_loop) {
+            // Each call a handler that re-posts itself on an Asio loop with a timer pending
+            // (as the writer's loop has its drain's, and any server its sockets): between
+            // handlers the scheduler polls its reactor, an epoll_wait() on the caller's
+            // thread — what the writer's loop-thread cells pay around each call.
+            boost::asio::io_context loop;
+            boost::asio::steady_timer pending(loop, std::chrono::hours(1));
+            pending.async_wait([](const boost::system::error_code&) {});
+            using Make = decltype(make);
+            struct Next {
+                PacedCalls* paced;
+                const Make* calls;
+                boost::asio::steady_timer* pending;
+                void operator()() const
+                {
+                    paced->step(*calls);
+                    if (paced->more()) boost::asio::post(pending->get_executor(), *this);
+                    else pending->cancel();
+                }
+            };
+            boost::asio::post(loop, Next{&paced, &make, &pending});
+            loop.run();
+        } else {
+            while (paced.more()) paced.step(make);
+        }
         paced.finish();
         stop.store(true, std::memory_order_release);
         consumer.join();

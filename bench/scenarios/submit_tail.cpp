@@ -67,18 +67,25 @@ void submit_tail_scenario(const Config& cfg, Report& report)
             }
         }
         // The ring alone at the two capacities whose memory differs in kind (0.5 MiB stays
-        // in the caches, 32 MiB does not), and at 1,024 with its consumer writing too.
-        for (auto [cap, appends] : {std::pair{std::size_t{1024}, false},
-                                    std::pair{std::size_t{1024}, true},
-                                    std::pair{std::size_t{1} << 16, false}}) {
-            Cell f{fmt::format("floor: jsonlw's ring alone, queue {} {}/s, other thread{}",
-                               capacity_label(cap), human(rate),
-                               appends ? ", its consumer appending" : ""),
+        // in the caches, 32 MiB does not), at 1,024 with its consumer writing too, and at
+        // 2^16 called from handlers on an Asio loop thread, as the loop-thread cells are.
+        struct Floor {
+            std::size_t cap;
+            bool appends, loop;
+        };
+        for (const Floor fl : {Floor{1024, false, false}, Floor{1024, true, false},
+                               Floor{std::size_t{1} << 16, false, false},
+                               Floor{std::size_t{1} << 16, false, true}}) {
+            Cell f{fmt::format("floor: jsonlw's ring alone, queue {} {}/s, {}{}",
+                               capacity_label(fl.cap), human(rate),
+                               fl.loop ? "Asio loop thread" : "other thread",
+                               fl.appends ? ", its consumer appending" : ""),
                    base};
             f.spec.rate_per_s = rate;
-            f.spec.queue_capacity = cap;
+            f.spec.queue_capacity = fl.cap;
+            f.spec.from_loop = fl.loop;
             f.ring_floor = true;
-            f.appends = appends;
+            f.appends = fl.appends;
             cells.push_back(std::move(f));
         }
         Cell q{fmt::format("Quill-style SPSC ring 128 KiB {}/s, other thread", human(rate)), base,
@@ -188,7 +195,9 @@ void submit_tail_scenario(const Config& cfg, Report& report)
     sec.notes.push_back("floor: RawJsonWriter's push of the line into its queue cell with no "
                         "writer around it (no state check, no doorbell, no burst check, no "
                         "validation), a thread popping every 1 ms that never reads the tail "
-                        "(bench/floor_runs.cpp); \"its consumer appending\": that thread also "
+                        "(bench/floor_runs.cpp); \"Asio loop thread\": each push a handler "
+                        "re-posting itself on an io_context with a timer pending (its scheduler "
+                        "polls epoll between handlers); \"its consumer appending\": that thread also "
                         "copies the lines it popped into one buffer and write()s it to a file "
                         "(the I/O thread's work without validation, hop or accounting)");
     report.sections.push_back(std::move(sec));
