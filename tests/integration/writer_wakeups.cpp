@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 using namespace jsonlw_test;
@@ -28,11 +29,33 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// The pauses in a producer's stream of submits that lasted at least `at_least`: how many, and
+// their summed length. A sleep of 100 us between calls takes longer than asked whenever the
+// thread is descheduled, and on a loaded machine (a CI run beside other tests) a few last
+// milliseconds.
+struct LongPauses {
+    std::chrono::steady_clock::duration at_least{};
+    int count = 0;
+    std::chrono::steady_clock::duration total{};
+    std::optional<std::chrono::steady_clock::time_point> last_submit;
+
+    void submitted()
+    {
+        const auto now = std::chrono::steady_clock::now();
+        if (last_submit && now - *last_submit >= at_least) {
+            ++count;
+            total += now - *last_submit;
+        }
+        last_submit = now;
+    }
+};
+
 // What `n` submits of fresh records (built before each call, not counted) allocated on this
-// thread inside submit(), pacing them by sleeping `gap` between calls.
+// thread inside submit(), pacing them by sleeping `gap` between calls; `pauses`, when given,
+// is told of each submit.
 template <class W>
 std::uint64_t allocations_in_submits(W& w, int first, int n, std::chrono::microseconds gap,
-                                     int& refused)
+                                     int& refused, LongPauses* pauses = nullptr)
 {
     std::uint64_t inside = 0;
     for (int i = first; i < first + n; ++i) {
@@ -40,11 +63,42 @@ std::uint64_t allocations_in_submits(W& w, int first, int n, std::chrono::micros
         const std::uint64_t before = allocations_on_this_thread();
         const SubmitResult res = w.submit(std::move(r));
         inside += allocations_on_this_thread() - before;
+        if (pauses) pauses->submitted();
         if (res != SubmitResult::accepted) ++refused;
         if (gap.count() > 0) std::this_thread::sleep_for(gap);
     }
     return inside;
 }
+
+// The caller's loop on a thread of its own, run handler by handler so that each one is
+// counted. Declared before the writer, which must be destroyed first.
+class CountedLoop {
+public:
+    CountedLoop()
+        : runner_([this] {
+              while (io_.run_one() != 0) handlers_.fetch_add(1, std::memory_order_relaxed);
+          })
+    {
+    }
+    CountedLoop(const CountedLoop&) = delete;
+    CountedLoop& operator=(const CountedLoop&) = delete;
+    ~CountedLoop()
+    {
+        guard_.reset();
+        io_.stop();
+        runner_.join();
+    }
+
+    boost::asio::io_context::executor_type executor() noexcept { return io_.get_executor(); }
+    std::uint64_t handlers() const noexcept { return handlers_.load(std::memory_order_relaxed); }
+
+private:
+    boost::asio::io_context io_;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_ =
+        boost::asio::make_work_guard(io_);
+    std::atomic<std::uint64_t> handlers_{0};
+    std::thread runner_;  // last: it runs io_ and counts into handlers_
+};
 
 }  // namespace
 
@@ -114,47 +168,83 @@ TEST_CASE("on an executor that is not an io_context's, records are still written
 TEST_CASE("records at a steady rate are written by the I/O thread's own paced steps: the caller's loop thread runs almost no handler for them",
           "[integration][writer][wakeup]")
 {
-    // The caller's loop, run handler by handler so that each one is counted. Declared before
-    // the writer, which must be destroyed first.
-    boost::asio::io_context loop;
-    auto guard = boost::asio::make_work_guard(loop);
-    std::atomic<std::uint64_t> handlers{0};
-    std::thread runner([&] {
-        while (loop.run_one() != 0) handlers.fetch_add(1, std::memory_order_relaxed);
-    });
+    CountedLoop loop;
     Harness h;  // its directory and options; its own loop is never started
     auto o = h.options();
     o.queue_capacity = std::size_t{1} << 16;  // no burst wake-up however the test is delayed
     // A look every idle_poll (1 ms) however few records a look finds: many paced steps to
     // count handlers against (by default a steady stream is looked at once per half batch).
     o.idle_poll_max = o.idle_poll;
-    {
-        TestWriter w(loop.get_executor(), o);  // idle_poll 1 ms, flush_interval 0: paced steps
-        w.start();
-        int refused = 0;
-        // Warm-up (the drain's first steps start the pace), then 2,000 records one every
-        // 100 us: a step about every idle_poll, with records waiting at every look.
-        allocations_in_submits(w, 0, 200, 100us, refused);
-        const std::uint64_t h0 = handlers.load(), b0 = w.stats().batches;
-        allocations_in_submits(w, 200, 2000, 100us, refused);
-        const std::uint64_t h1 = handlers.load(), b1 = w.stats().batches;
-        CAPTURE(h1 - h0, b1 - b0);
-        // Stepped about every idle_poll, not once per record and not in one batch.
-        CHECK(b1 - b0 >= 40);
-        CHECK(b1 - b0 < 1000);
-        // A step paced by the loop thread cost it two handlers (the timer, the hop back); now
-        // the loop thread runs handlers only when a pace ends (a look that found no record:
-        // this thread was descheduled for longer than idle_poll) and the next begins.
-        CHECK(h1 - h0 <= (b1 - b0) / 4);
-        CHECK(refused == 0);
-        const auto report = close(w);
-        CHECK(report.stats.written == 2200);
-        CHECK(invariant_holds(report.stats));
-        CHECK(count_lines(w.file_path()) == 2200);
+    TestWriter w(loop.executor(), o);  // idle_poll 1 ms, flush_interval 0: paced steps
+    w.start();
+    int refused = 0;
+    // Warm-up (the drain's first steps start the pace), then 2,000 records one every
+    // 100 us: a step about every idle_poll, with records waiting at every look.
+    allocations_in_submits(w, 0, 200, 100us, refused);
+    // A look finds no record, and so ends the pace, only after a pause between two
+    // records' pushes at least as long as its wait (idle_poll here). Pauses between the
+    // submits' returns of half that are counted (a thread descheduled inside submit(),
+    // after its push, shortens the next one).
+    LongPauses pauses{o.idle_poll / 2};
+    const std::uint64_t h0 = loop.handlers(), b0 = w.stats().batches;
+    allocations_in_submits(w, 200, 2000, 100us, refused, &pauses);
+    const std::uint64_t h1 = loop.handlers(), b1 = w.stats().batches;
+    const auto pause_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(pauses.total).count();
+    CAPTURE(h1 - h0, b1 - b0, pauses.count, pause_ms);
+    // Stepped about every idle_poll, not once per record and not in one batch.
+    CHECK(b1 - b0 >= 40);
+    CHECK(b1 - b0 < 1000);
+    // A step paced by the loop thread cost it two handlers (the timer, the hop back): 2 per
+    // batch. Now the loop thread runs handlers only when a pace ends and the next begins:
+    // the hop back (1), the drain's polls of the empty queue (1 per idle_poll the pause
+    // lasted, and 1 more), the step that starts the next pace and its hop back (2) — at
+    // most 4 plus a poll per millisecond of the pause; and with no pause, none at all.
+    const auto allowed = static_cast<std::uint64_t>((b1 - b0) / 8 + 4 * pauses.count + pause_ms);
+    CAPTURE(allowed);
+    CHECK(h1 - h0 <= allowed);
+    CHECK(refused == 0);
+    const auto report = close(w);
+    CHECK(report.stats.written == 2200);
+    CHECK(invariant_holds(report.stats));
+    CHECK(count_lines(w.file_path()) == 2200);
+}
+
+TEST_CASE("records that never come while a step runs — each submitted after the last was written — are still looked for by the I/O thread's pace, not by the loop thread's polls",
+          "[integration][writer][wakeup]")
+{
+    // A step that empties the queue is followed by the pace's look all the same: at a rate of
+    // a record per step's time or slower, or on a core the producer shares with the loop,
+    // records come after a step rather than during it, and a pace begun only for records
+    // waiting would leave every look to the loop thread (an idle poll, then a step's hop
+    // back: two handlers per record).
+    CountedLoop loop;
+    Harness h;
+    auto o = h.options();
+    // A look every 50 ms: a record submitted as soon as the last is seen written waits at the
+    // pace's next look unless this thread stalls for 50 ms (and then costs the loop about 4
+    // handlers: the pace's end, an idle poll, the step that begins the next pace, its hop).
+    o.idle_poll = std::chrono::milliseconds(50);
+    o.idle_poll_max = o.idle_poll;
+    TestWriter w(loop.executor(), o);
+    w.start();
+    REQUIRE(w.submit(rec(0)) == SubmitResult::accepted);
+    REQUIRE(wait_until([&] { return w.stats().written == 1; }));
+    constexpr int n = 20;
+    const std::uint64_t h0 = loop.handlers(), b0 = w.stats().batches;
+    for (int i = 1; i <= n; ++i) {
+        REQUIRE(w.submit(rec(i)) == SubmitResult::accepted);
+        REQUIRE(wait_until([&] { return w.stats().written == static_cast<std::uint64_t>(i) + 1; }));
     }
-    guard.reset();
-    loop.stop();
-    runner.join();
+    const std::uint64_t h1 = loop.handlers(), b1 = w.stats().batches;
+    CAPTURE(h1 - h0);
+    CHECK(b1 - b0 == n);  // one record per batch: none came during a step
+    // Looked for by the loop, each record would cost it an idle poll and a step's hop back:
+    // 2 per record, 40. A stall or two of this thread are allowed.
+    CHECK(h1 - h0 <= n / 2);
+    const auto report = close(w);
+    CHECK(report.stats.written == n + 1);
+    CHECK(count_lines(w.file_path()) == n + 1);
 }
 
 TEST_CASE("RawJsonWriter: submit(std::string_view) copies a line of up to 456 B into its queue cell with no allocation; a longer one into a string; every line written as given",

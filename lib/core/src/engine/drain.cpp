@@ -89,8 +89,7 @@ auto Drain::on_io(IoTask task)
             }
             asio::post(d.io_ex, [this, &d, task, l = d.life, h = std::move(handler)]() mutable {
                 run_io(task);
-                if (task == IoTask::step) fsync_due_io_ = d.sinks.sync_due();
-                tick_due_io_ = d.sinks.next_tick();
+                note_dues_io(task == IoTask::step);
                 asio::post(strand_, std::move(h));
                 l->leave();  // touches only the shared Life: the core may be gone now
             });
@@ -104,11 +103,14 @@ asio::awaitable<void> Drain::pace_on_io(std::uint64_t consumed)
 {
     WriterCore::Impl& d = *core_.impl_;
     if (!d.enter()) co_return;  // the writer is gone
+    yield_hop_.store(false, std::memory_order_relaxed);  // pacing(): no flush, no close
     paced_.expires_at(clock::time_point::max());
     // The run's end is posted to this strand, so it cannot come before the wait below begins.
     pace_->run(consumed);
     boost::system::error_code ec;
     co_await paced_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    stepped_ = Stepped::paced;
+    take_dues();
 }
 
 bool Drain::detaching() const noexcept
@@ -139,11 +141,23 @@ void Drain::cut_pace(bool by_shutdown) noexcept
 
 void Drain::drop_pace() noexcept { pace_.reset(); }
 
+void Drain::note_dues_io(bool stepped) noexcept
+{
+    WriterCore::Impl& d = *core_.impl_;
+    if (stepped) fsync_due_io_ = d.sinks.sync_due();
+    tick_due_io_ = d.sinks.next_tick();
+}
+
+void Drain::take_dues() noexcept
+{
+    fsync_due_ = fsync_due_io_;
+    tick_due_ = tick_due_io_;
+}
+
 void Drain::end_pace_io() noexcept
 {
     WriterCore::Impl& d = *core_.impl_;
-    fsync_due_io_ = d.sinks.sync_due();
-    tick_due_io_ = d.sinks.next_tick();
+    note_dues_io(true);
     auto life = d.life;
     // The coroutine waits for this handler (and keeps the writer alive until it resumes).
     asio::post(strand_, [this] { paced_.cancel(); });
@@ -323,23 +337,30 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
             for (auto& h : reopens) d.waiters.complete(std::move(h), reopened);
             continue;
         }
-        const bool stepped = std::exchange(stepped_, false);
+        const Stepped stepped = std::exchange(stepped_, Stepped::no);
         if (claimed == consumed) {
             if (closing_) {
                 co_await on_io(IoTask::finalize);
                 d.finish(true);
                 break;
             }
+            // A step here emptied the queue. At a steady rate of a record per step's time or
+            // slower, the next one comes after the step more often than during it — every
+            // time on a loaded core, where this strand resumes before the producer runs — and
+            // a pace begun only for records waiting would never begin: each look would cost
+            // the loop thread an idle poll and a step's hop. So the pace looks next (at
+            // idle_poll: it has no rate yet); one that ends at an empty queue leaves the
+            // looks to idle() and its back-off.
+            if (stepped == Stepped::here && paced) {
+                co_await pace_on_io(consumed);
+                continue;
+            }
             if (!co_await idle(consumed)) break;
             continue;
         }
         empty_since_.reset();
-        if (stepped && paced && claimed - consumed < linger_target()) {
-            yield_hop_.store(false, std::memory_order_relaxed);  // pacing(): no flush, no close
+        if (stepped != Stepped::no && paced && claimed - consumed < linger_target()) {
             co_await pace_on_io(consumed);
-            stepped_ = true;
-            fsync_due_ = fsync_due_io_;  // written by the run, read after its completion
-            tick_due_ = tick_due_io_;
             continue;
         }
         // Polling, the records seen now came after the last quiet look: their linger counts
@@ -352,9 +373,8 @@ asio::awaitable<void> Drain::run(std::shared_ptr<WriterCore> keep)
         }
         yield_hop_.store(closing_ || d.waiters.flushing(), std::memory_order_relaxed);
         co_await on_io(IoTask::step);
-        stepped_ = true;
-        fsync_due_ = fsync_due_io_;  // written by the task, read after its completion
-        tick_due_ = tick_due_io_;
+        stepped_ = Stepped::here;
+        take_dues();
     }
     // Detached (the writer is gone) or abandoned: settle every waiter.
     if (!d.waiters.finished()) d.finish(d.handoff.discarded_at_shutdown() == 0);

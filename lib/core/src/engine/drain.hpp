@@ -113,7 +113,8 @@ private:
     // co_await on_io(task): runs the task on the I/O thread and resumes on the strand.
     auto on_io(IoTask task);
     // co_await pace_on_io(consumed): the I/O executor paces the steps (IoPace::run) until
-    // the queue is empty, a wake() or the writer is gone; resumes on the strand.
+    // the queue is empty, a wake() or the writer is gone; resumes on the strand with the
+    // run's due fsync and tick taken over.
     boost::asio::awaitable<void> pace_on_io(std::uint64_t consumed);
     // The I/O thread: a task; a step of units.
     void run_io(IoTask task) noexcept;
@@ -123,6 +124,11 @@ private:
     // The I/O thread, IoPace's last act: ends pace_on_io()'s wait on the strand and leaves
     // the life guard it entered.
     void end_pace_io() noexcept;
+    // The I/O thread, after a task or a pace's run: the sinks' due fsync (after steps) and
+    // tick, for the strand to take over with take_dues() once the completion has hopped back
+    // (the hop orders the writes before the reads).
+    void note_dues_io(bool stepped) noexcept;
+    void take_dues() noexcept;
     // Whether the drain polls (idle_poll > 0: producers never wake it) or parks (idle_poll 0:
     // the first submit after it parked, or a full batch while it lingers, posts a wake-up).
     bool polling() const noexcept { return opts_.idle_poll.count() > 0; }
@@ -142,7 +148,9 @@ private:
     // long as the gap between two records, pop each record as it is published and read the
     // cell its producer fills next: a cross-core miss on that producer's next submit()
     // (docs/queue.md, "The tail"). The I/O executor paces those steps itself (IoPace), so
-    // the loop thread takes no wake-up for them.
+    // the loop thread takes no wake-up for them. A step here that emptied the queue is
+    // followed by the pace's look too (at idle_poll); a pace that found the queue empty
+    // leaves the looks to idle().
     // Whether the drain paces its steps (see above): polling, no flush_interval, no close
     // or flush under way. The strand.
     bool pacing() const noexcept;
@@ -180,7 +188,11 @@ private:
 
     // The strand's own.
     bool closing_ = false;
-    bool stepped_ = false;  // the last pass ran a step: what came during it is paced
+    // What the last pass ran: a step here (on_io), a pace on the I/O executor, or neither.
+    // After either, what came during it is paced; after a step here that emptied the queue,
+    // the pace looks next all the same (run()).
+    enum class Stepped : std::uint8_t { no, here, paced };
+    Stepped stepped_ = Stepped::no;
     std::optional<IoPace> pace_;  // made by start(), when the I/O executor is known
     std::optional<clock::time_point> empty_since_;  // when the drain found the queue empty
     clock::duration poll_interval_{};               // the idle poll's current interval
