@@ -3,13 +3,11 @@
 // every idle_poll costs an idle process at the least (a bare timer on a bare loop). They say
 // how much of a cell's figure is the writer's and how much this machine's
 // (docs/benchmarks.md, "What limits the cells that miss their goals").
+#include "bare_ring.hpp"
 #include "clock.hpp"
 #include "line_pool.hpp"
 #include "paced_calls.hpp"
 #include "runs.hpp"
-
-#include <jsonlw/detail/bounded_ring.hpp>
-#include <jsonlw/raw_json_text.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -20,20 +18,17 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
-#include <thread>
 
 namespace bench {
 
 SubmitCostResult ring_floor_submit_cost(const SubmitCostSpec& s, bool appends)
 {
-    using Ring = jsonlw::detail::BoundedRing<jsonlw::RawJsonText>;
     SubmitCostResult r;
     std::uint64_t popped = 0;
     const auto path = s.dir / "ring-floor.jsonl";
@@ -43,44 +38,10 @@ SubmitCostResult ring_floor_submit_cost(const SubmitCostSpec& s, bool appends)
         return r;
     }
     {
-        Ring ring(s.queue_capacity);
-        std::atomic<bool> stop{false};
-        // Pops whatever is published every idle_poll; it reads the head and the cells, never
-        // the producers' tail. With `appends`, the lines popped in a look are copied into one
-        // buffer and written with one write(): the I/O thread's work without validation.
-        std::thread consumer([&] {
-            std::string batch;
-            for (;;) {
-                const bool last = stop.load(std::memory_order_acquire);
-                while (ring.try_pop_into([&](jsonlw::RawJsonText&& t) noexcept {
-                    ++popped;
-                    if (fd >= 0) {
-                        batch.append(t.view());
-                        batch.push_back('\n');
-                    }
-                })) {}
-                if (!batch.empty()) {
-                    if (::write(fd, batch.data(), batch.size()) != static_cast<ssize_t>(batch.size()))
-                        r.problem = "a short or failed write()";
-                    batch.clear();
-                }
-                if (last) break;
-                std::this_thread::sleep_for(std::chrono::microseconds(s.idle_poll_us));
-            }
-        });
+        BareRing ring(s.queue_capacity, std::chrono::microseconds(s.idle_poll_us), fd);
         PacedCalls paced(s, r);
         const auto make = [&](std::size_t i) {
-            return [&ring, &line = s.pool->at(i)] {
-                // RawJsonWriter's submit(std::string_view) of a short line, without the
-                // writer: the same push, the same cell, the text copied into it.
-                std::uint64_t pos = 0;
-                return ring.try_push_with(
-                           [&line](void* at) noexcept {
-                               ::new (at) jsonlw::RawJsonText(
-                                   jsonlw::RawJsonText::fits_inline_t{}, line);
-                           },
-                           pos) == Ring::Push::ok;
-            };
+            return [&ring, &line = s.pool->at(i)] { return ring.push(line); };
         };
         if (s.from_loop) {
             // Each call a handler that re-posts itself on an Asio loop with a timer pending
@@ -108,8 +69,9 @@ SubmitCostResult ring_floor_submit_cost(const SubmitCostSpec& s, bool appends)
             while (paced.more()) paced.step(make);
         }
         paced.finish();
-        stop.store(true, std::memory_order_release);
-        consumer.join();
+        ring.finish();
+        popped = ring.popped();
+        if (r.problem.empty()) r.problem = ring.problem();
     }
     const std::uint64_t accepted = r.calls - r.refused;
     if (popped != accepted && r.problem.empty())

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace bench {
 
@@ -29,8 +30,11 @@ public:
     {
         // Written through once, so that recording a sample never takes a page fault that
         // the caller's thread would then be charged with.
-        r_.ns.resize(limit_ / s_.sample_every + 1);
-        r_.ns.clear();
+        for (std::vector<double>* v : {&r_.ns, &r_.floor_ns}) {
+            if (v == &r_.floor_ns && !s_.beside_floor) break;
+            v->resize(limit_ / s_.sample_every + 1);
+            v->clear();
+        }
         t0_ = SteadyClock::now();
         deadline_ = t0_ + std::chrono::duration_cast<SteadyClock::duration>(
                               std::chrono::duration<double>(s_.seconds));
@@ -41,10 +45,14 @@ public:
         return i_ < limit_ && (i_ % 256 != 0 || SteadyClock::now() < deadline_);
     }
 
+    // The next call's index (0 for the first, counting the warm-up's).
+    std::size_t index() const noexcept { return i_; }
+
     // Waits for the next slot, then make_call(i) builds the call (untimed: the record is made
-    // before it), and the call runs, timed if sampled; it returns false when refused.
+    // before it), and the call runs, timed if sampled (into `timed` when given, else the
+    // result's `ns`); it returns false when refused.
     template <class MakeCall>
-    void step(MakeCall&& make_call)
+    void step(MakeCall&& make_call, std::vector<double>* timed = nullptr)
     {
         pacer_.wait();
         auto call = make_call(i_);
@@ -54,7 +62,7 @@ public:
             const std::uint64_t c0 = clk_.start();
             ok = call();
             const std::uint64_t c1 = clk_.stop();
-            r_.ns.push_back(clk_.to_ns(c1 - c0));
+            (timed ? *timed : r_.ns).push_back(clk_.to_ns(c1 - c0));
         } else {
             ok = call();
         }

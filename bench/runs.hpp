@@ -95,6 +95,10 @@ struct SubmitCostSpec {
     unsigned idle_poll_us = 1000;    // jsonlw only: WriterOptions::idle_poll
     unsigned idle_poll_max_us = 0;   // jsonlw only: WriterOptions::idle_poll_max (0: the default)
     bool from_loop = false;          // jsonlw only: call submit() from the io_context's thread
+    // jsonlw only: between two calls, at the same rate, a push of the same line into a bare
+    // ring of the same capacity (bare_ring.hpp), timed into `floor_ns`: the floor measured in
+    // the same moments as the calls, on the same thread.
+    bool beside_floor = false;
     // jsonlw only, how the caller hands the line over: a std::string built before the timed
     // call and moved in; submit(std::string(line)) (the string's allocation timed); or
     // submit(std::string_view) (the writer copies the bytes into its queue cell).
@@ -112,6 +116,7 @@ struct SubmitCostSpec {
 
 struct SubmitCostResult {
     std::vector<double> ns;      // the timed calls
+    std::vector<double> floor_ns;  // beside_floor: the bare pushes between them
     std::uint64_t calls = 0;     // all calls (timed or not)
     std::uint64_t allocations = 0;  // operator new calls inside the calls, on the caller's thread
     std::uint64_t warmup_allocations = 0;  // the same during the warm-up calls

@@ -1,5 +1,6 @@
 // The jsonlw rows of the submit-cost scenario: RawJsonWriter's submit() at a steady rate, from
 // another thread or on the loop thread, each call as the caller hands the line over.
+#include "bare_ring.hpp"
 #include "clock.hpp"
 #include "line_pool.hpp"
 #include "runs.hpp"
@@ -25,15 +26,27 @@ namespace {
 
 // The paced submits, one call per step. From another thread the steps run back to back; on
 // the loop thread each step is a handler that posts the next, so the drain's own handlers run
-// in between (a caller that kept the loop thread would stall the writer).
+// in between (a caller that kept the loop thread would stall the writer). With a `floor`,
+// every other step is instead a push into it, timed into `floor_ns`.
 struct PacedSubmits {
     jsonlw::RawJsonWriter& w;
     const SubmitCostSpec& s;
     PacedCalls calls;
+    BareRing* floor = nullptr;
+    std::vector<double>* floor_ns = nullptr;
 
     void step()
     {
+        if (floor && calls.index() % 2 == 1) {
+            calls.step(
+                [this](std::size_t i) {
+                    return [this, &line = s.pool->at(i / 2)] { return floor->push(line); };
+                },
+                floor_ns);
+            return;
+        }
         calls.step([this](std::size_t i) {
+            if (floor) i /= 2;
             using Form = SubmitCostSpec::Form;
             const std::string& line = s.pool->at(i);
             std::string rec;
@@ -84,6 +97,7 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
     LogTally logs;
     std::filesystem::path file;
     std::optional<jsonlw::CloseReport> report;
+    std::string floor_problem;  // beside_floor: the bare ring's
     {
         Loop loop;
         // By default what a user gets (queue 1024, batch 1024, drop_newest): below saturation
@@ -109,7 +123,13 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
         w.start();
         r.start_ms = seconds_since(t0) * 1e3;
         r.start_rss_mib = resident_mib() - rss0;
-        PacedSubmits paced{w, s, PacedCalls(s, r)};
+        // beside_floor: twice the steps, every other one a push into a bare ring.
+        SubmitCostSpec steps = s;
+        if (s.beside_floor) steps.rate_per_s *= 2;
+        std::optional<BareRing> floor;
+        if (s.beside_floor)
+            floor.emplace(s.queue_capacity, std::chrono::microseconds(s.idle_poll_us));
+        PacedSubmits paced{w, s, PacedCalls(steps, r), floor ? &*floor : nullptr, &r.floor_ns};
         if (s.from_loop) {
             // A small handler (two pointers and the executor) that re-posts itself.
             struct Next {
@@ -130,12 +150,22 @@ SubmitCostResult jsonlw_raw_submit_cost(const SubmitCostSpec& s)
             while (paced.calls.more()) paced.step();
         }
         paced.calls.finish();
+        if (floor) {
+            floor->finish();
+            // Half the steps were the floor's (the odd ones), and every push went in.
+            const std::uint64_t pushes = r.calls / 2;
+            if (floor->popped() != pushes)
+                floor_problem = fmt::format("bare ring: {} popped, {} pushed", floor->popped(), pushes);
+            r.calls -= pushes;
+            r.achieved_rate /= 2;
+        }
         report = w.async_close(asio::use_future).get();
         file = w.file_path();
     }
     const FileCheck c = check_file(file);
     const std::uint64_t accepted = r.calls - r.refused;
     r.problem = file_problem(c, accepted, accepted * s.pool->line_bytes);
+    if (r.problem.empty()) r.problem = floor_problem;
     // Saturated (refusals) is reported, not a failure; the accounting must be exact either way.
     const jsonlw::WriterStats& st = report->stats;
     if (r.problem.empty() && (st.written != accepted || st.dropped.queue_full != r.refused ||

@@ -62,6 +62,17 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                         std::min<std::size_t>(4096, std::max<std::size_t>(cap / 4, 64));
                     c.spec.from_loop = loop;
                     c.spec.idle_poll_max_us = max_us;
+                    // At 50,000/s also each call beside a bare push into a ring of the same
+                    // capacity, interleaved: the writer's own cost over the floor, measured
+                    // in the same moments (a spell slows both alike).
+                    if (rate <= 50000 && max_us == 0) {
+                        Cell b = c;
+                        b.name += ", beside a bare push";
+                        b.spec.beside_floor = true;
+                        cells.push_back(std::move(c));
+                        cells.push_back(std::move(b));
+                        continue;
+                    }
                     cells.push_back(std::move(c));
                 }
             }
@@ -145,6 +156,20 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                      {"max", *std::max_element(maxes.begin(), maxes.end())},
                      {"faults/1k calls", calls ? 1000.0 * static_cast<double>(faults) / calls : 0},
                      {"calls/s", rate}};
+        if (cells[v].spec.beside_floor) {
+            // Run by run: the bare pushes' percentiles, and the calls' over them.
+            std::vector<double> f99, f999, over99, over999;
+            for (const SubmitCostResult& r : results[v]) {
+                f99.push_back(quantile(r.floor_ns, 0.99));
+                f999.push_back(quantile(r.floor_ns, 0.999));
+                over99.push_back(quantile(r.ns, 0.99) - f99.back());
+                over999.push_back(quantile(r.ns, 0.999) - f999.back());
+            }
+            row.extra.insert(row.extra.end(), {{"bare push p99", quantile(f99, 0.5)},
+                                               {"bare push p99.9", quantile(f999, 0.5)},
+                                               {"p99 over it", quantile(over99, 0.5)},
+                                               {"p99.9 over it", quantile(over999, 0.5)}});
+        }
         const bool writer = !cells[v].quill_style && !cells[v].ring_floor;
         if (writer)
             row.extra.insert(row.extra.end(), {{"start ms", quantile(starts, 0.5)},
@@ -152,7 +177,7 @@ void submit_tail_scenario(const Config& cfg, Report& report)
         if (refused) row.extra.emplace_back("refused", static_cast<double>(refused));
         row.problem = first_problem(results[v]);
         // The goals are the default options' (the idle_poll_max 1 ms rows are a comparison).
-        if (writer && cells[v].spec.idle_poll_max_us == 0) {
+        if (writer && cells[v].spec.idle_poll_max_us == 0 && !cells[v].spec.beside_floor) {
             report.goals.push_back(make_goal(fmt::format("submit() p99.9, {}", cells[v].name),
                                              "<=", 1000, row.values.median(), "ns"));
             report.goals.push_back(make_goal(fmt::format("submit() p99, {}", cells[v].name),
@@ -182,6 +207,10 @@ void submit_tail_scenario(const Config& cfg, Report& report)
                         "unless the row says idle_poll_max 1 ms (a look every 1 ms); the record "
                         "is the pooled "
                         "line, copied into its queue cell (512 B a cell: 2^21 cells are 1 GiB)");
+    sec.notes.push_back("beside a bare push: between two calls, at the same rate, the same "
+                        "line pushed into a bare ring of the same capacity (the floor below, "
+                        "bare_ring.hpp), each timed: the writer's cost over the floor in the same "
+                        "moments, run by run (median over the runs); not a goal row");
     sec.notes.push_back("faults: minor + major page faults of the calling thread after the "
                         "warm-up (getrusage RUSAGE_THREAD, read between calls every 256 calls); "
                         "start: constructing and starting the writer, and the resident memory "
