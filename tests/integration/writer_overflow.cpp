@@ -9,10 +9,13 @@
 
 #include "common.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <chrono>
 #include <future>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace jsonlw_test;
@@ -291,6 +294,49 @@ TEST_CASE("block lets a waiting submit in as soon as the drain makes room", "[in
     INFO("stats: " << s);
     CHECK(s.dropped.total() == 0);
     CHECK(invariant_holds(s));
+}
+
+TEST_CASE("block on the loop's own thread: a handler that fills the queue again and again is let in by the I/O thread each time, never left waiting for block_timeout",
+          "[integration][overflow]")
+{
+    // The drain's strand runs on the loop's only thread, which the waiting submit holds: the
+    // room must come from the I/O executor alone (Drain::step_for_room()). Before it did, the
+    // first full queue waited the whole block_timeout and its record was dropped.
+    Harness h;
+    auto o = h.options();
+    o.queue_capacity = 64;
+    o.batch_records = 16;
+    o.overflow = Overflow::block;
+    o.block_timeout = std::chrono::seconds(2);
+    TestWriter w(h.executor(), o);
+    h.start(w);
+    constexpr int n = 20000;
+    struct Outcome {
+        int accepted = 0;
+        int refused = 0;
+        bool on_loop = false;
+    };
+    std::promise<Outcome> done;
+    boost::asio::post(h.executor(), [&] {
+        Outcome out;
+        out.on_loop = std::this_thread::get_id() == h.loop.thread_id();
+        // One handler, never returning to the loop: the queue (64) fills hundreds of times.
+        for (int i = 0; i < n && out.refused == 0; ++i)
+            (w.submit(rec(i)) == SubmitResult::accepted ? out.accepted : out.refused) += 1;
+        done.set_value(out);
+    });
+    auto f = done.get_future();
+    REQUIRE(f.wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+    const Outcome out = f.get();
+    CHECK(out.on_loop);
+    CHECK(out.refused == 0);
+    CHECK(out.accepted == n);
+    const auto report = close(w);
+    INFO("stats: " << report.stats);
+    CHECK(report.stats.written == static_cast<std::uint64_t>(out.accepted));
+    CHECK(report.stats.dropped.total() == static_cast<std::uint64_t>(out.refused));
+    CHECK(invariant_holds(report.stats));
+    CHECK(ids_of(read_lines(w.file_path())) == ids_below(out.accepted));
 }
 
 TEST_CASE("async_submit under block waits without blocking its caller: accepted once there is room, dropped after block_timeout",

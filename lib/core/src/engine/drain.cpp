@@ -88,8 +88,11 @@ auto Drain::on_io(IoTask task)
                 return;
             }
             asio::post(d.io_ex, [this, &d, task, l = d.life, h = std::move(handler)]() mutable {
-                run_io(task);
-                note_dues_io(task == IoTask::step);
+                {
+                    std::lock_guard lk(io_work_);
+                    run_io(task);
+                    note_dues_io(task == IoTask::step);
+                }
                 asio::post(strand_, std::move(h));
                 l->leave();  // touches only the shared Life: the core may be gone now
             });
@@ -157,19 +160,23 @@ void Drain::take_dues() noexcept
 void Drain::end_pace_io() noexcept
 {
     WriterCore::Impl& d = *core_.impl_;
-    note_dues_io(true);
+    {
+        std::lock_guard lk(io_work_);
+        note_dues_io(true);
+    }
     auto life = d.life;
     // The coroutine waits for this handler (and keeps the writer alive until it resumes).
     asio::post(strand_, [this] { paced_.cancel(); });
     life->leave();  // touches only the shared Life: the core may be gone now
 }
 
-// The I/O thread, inside on_io(): one task at a time, never on the user's executor.
+// The I/O thread, inside on_io() under io_work_: one task at a time, never on the user's
+// executor.
 void Drain::run_io(IoTask task) noexcept
 {
     WriterCore::Impl& d = *core_.impl_;
     switch (task) {
-    case IoTask::step: step_io(); break;
+    case IoTask::step: step_units_io(); break;
     case IoTask::finalize:
         d.accounting.log_queue_drops();
         if (opts_.durability != Durability::none) d.sinks.sync();
@@ -186,6 +193,12 @@ void Drain::run_io(IoTask task) noexcept
 // going, or a flush or close wants the strand; then the queue-drop log and a due fsync.
 void Drain::step_io() noexcept
 {
+    std::lock_guard lk(io_work_);
+    step_units_io();
+}
+
+void Drain::step_units_io() noexcept
+{
     WriterCore::Impl& d = *core_.impl_;
     WriterCore::Impl::Guard g(d);
     if (!g) return;
@@ -196,6 +209,41 @@ void Drain::step_io() noexcept
     }
     d.accounting.log_queue_drops();
     if (d.sinks.sync_overdue()) d.sinks.sync();
+}
+
+void Drain::step_for_room() noexcept
+{
+    if (room_run_.exchange(true, std::memory_order_seq_cst)) return;  // it will see this caller
+    WriterCore::Impl& d = *core_.impl_;
+    if (!d.enter()) {  // the writer is going: shutdown wakes the waiters
+        room_run_.store(false, std::memory_order_seq_cst);
+        return;
+    }
+    asio::post(d.io_ex, [this, l = d.life] {
+        step_for_room_io();
+        l->leave();  // touches only the shared Life: the core may be gone now
+    });
+}
+
+// Steps while producers wait for room and each step popped something. The caller that asked
+// is counted among the waiters before it asked, so once the run is marked over, a waiter that
+// found it running (and posted nothing) is seen by the look after the mark — or, counted
+// after that look, finds the mark cleared and posts a run of its own (all seq_cst).
+void Drain::step_for_room_io() noexcept
+{
+    WriterCore::Impl& d = *core_.impl_;
+    const RingPositions& q = ring();
+    for (;;) {
+        while (d.space.waiting() > 0 && !detaching()) {
+            const std::uint64_t before = q.consumed();
+            step_io();
+            if (q.consumed() == before) break;  // nothing popped: empty, or the writer is going
+        }
+        room_run_.store(false, std::memory_order_seq_cst);
+        if (d.space.waiting() == 0 || detaching() || !q.published(q.consumed()) ||
+            room_run_.exchange(true, std::memory_order_seq_cst))
+            return;
+    }
 }
 
 asio::awaitable<bool> Drain::idle(std::uint64_t consumed)

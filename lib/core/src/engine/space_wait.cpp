@@ -29,11 +29,15 @@ void SpaceWait::notify(const RingPositions& queue) noexcept
 }
 
 bool SpaceWait::wait(clock::time_point deadline, const RingPositions& queue,
-                     const std::atomic<bool>& detaching) noexcept
+                     const std::atomic<bool>& detaching,
+                     const std::function<void()>& counted) noexcept
 {
     const std::size_t cap = capacity_ == 0 ? 1 : capacity_;
-    std::unique_lock lk(mu_);
+    // Counted before the lock: a notify() in between finds the count, takes the lock and
+    // wakes no one, and the look at the queue under the lock below sees its room.
     waiters_.fetch_add(1, std::memory_order_seq_cst);
+    counted();
+    std::unique_lock lk(mu_);
     bool room = true;
     while (!detaching.load(std::memory_order_seq_cst) && queue.size() >= cap) {
         if (cv_.wait_until(lk, deadline) == std::cv_status::timeout) {
@@ -78,7 +82,11 @@ std::vector<SpaceWait::Retry> SpaceWait::take_async() noexcept
 
 bool WriterCore::wait_for_space(clock::time_point deadline) noexcept
 {
-    return impl_->space.wait(deadline, *ring_, impl_->life->detaching);
+    // The drain's strand may not run until this thread is free again — it may be your loop's
+    // only thread — so the I/O executor makes the room (Drain::step_for_room()).
+    Drain& drain = impl_->drain;
+    return impl_->space.wait(deadline, *ring_, impl_->life->detaching,
+                             [&drain] { drain.step_for_room(); });
 }
 
 void WriterCore::add_space_waiter(std::function<void()> retry)

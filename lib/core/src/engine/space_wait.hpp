@@ -33,9 +33,12 @@ public:
     // I/O thread, after a pop: wakes the waiters once enough of the queue is free.
     void notify(const RingPositions& queue) noexcept;
     // The producer's thread: waits until the queue may have room, `detaching` is set or the
-    // deadline passes. Returns false at the deadline with the queue still full.
+    // deadline passes. Returns false at the deadline with the queue still full. `counted`
+    // runs once the caller is counted in waiting(), before it waits.
     bool wait(std::chrono::steady_clock::time_point deadline, const RingPositions& queue,
-              const std::atomic<bool>& detaching) noexcept;
+              const std::atomic<bool>& detaching, const std::function<void()>& counted) noexcept;
+    // Any thread: how many producers wait (wait() and add_async()'s).
+    int waiting() const noexcept { return waiters_.load(std::memory_order_seq_cst); }
     // Any thread: keeps `retry` for the next notify() and returns true; or, when the queue
     // has room now (or the writer is detaching), leaves it with the caller to run and
     // returns false.
