@@ -300,7 +300,7 @@ TEST_CASE("block on the loop's own thread: a handler that fills the queue again 
           "[integration][overflow]")
 {
     // The drain's strand runs on the loop's only thread, which the waiting submit holds: the
-    // room must come from the I/O executor alone (Drain::step_for_room()). Before it did, the
+    // room must come from the I/O executor alone (RoomSteps). Before it did, the
     // first full queue waited the whole block_timeout and its record was dropped.
     Harness h;
     auto o = h.options();

@@ -211,41 +211,6 @@ void Drain::step_units_io() noexcept
     if (d.sinks.sync_overdue()) d.sinks.sync();
 }
 
-void Drain::step_for_room() noexcept
-{
-    if (room_run_.exchange(true, std::memory_order_seq_cst)) return;  // it will see this caller
-    WriterCore::Impl& d = *core_.impl_;
-    if (!d.enter()) {  // the writer is going: shutdown wakes the waiters
-        room_run_.store(false, std::memory_order_seq_cst);
-        return;
-    }
-    asio::post(d.io_ex, [this, l = d.life] {
-        step_for_room_io();
-        l->leave();  // touches only the shared Life: the core may be gone now
-    });
-}
-
-// Steps while producers wait for room and each step popped something. The caller that asked
-// is counted among the waiters before it asked, so once the run is marked over, a waiter that
-// found it running (and posted nothing) is seen by the look after the mark — or, counted
-// after that look, finds the mark cleared and posts a run of its own (all seq_cst).
-void Drain::step_for_room_io() noexcept
-{
-    WriterCore::Impl& d = *core_.impl_;
-    const RingPositions& q = ring();
-    for (;;) {
-        while (d.space.waiting() > 0 && !detaching()) {
-            const std::uint64_t before = q.consumed();
-            step_io();
-            if (q.consumed() == before) break;  // nothing popped: empty, or the writer is going
-        }
-        room_run_.store(false, std::memory_order_seq_cst);
-        if (d.space.waiting() == 0 || detaching() || !q.published(q.consumed()) ||
-            room_run_.exchange(true, std::memory_order_seq_cst))
-            return;
-    }
-}
-
 asio::awaitable<bool> Drain::idle(std::uint64_t consumed)
 {
     WriterCore::Impl& d = *core_.impl_;

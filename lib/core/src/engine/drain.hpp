@@ -10,7 +10,7 @@
 // Owns its state: the timer it waits on, the wake-up's memory, the claim position from which
 // a submit wakes it, since when the queue is empty and the idle poll's interval, whether its
 // last pass stepped, the I/O-side pace, the fsync and sink tick it owes, whether close has
-// begun. The one piece producers read, the doorbell (awake, parked, lingering), is
+// begun, the mutex that keeps the I/O side's work one at a time. The one piece producers read, the doorbell (awake, parked, lingering), is
 // WriterCore's, so that submit() reads it inline.
 #pragma once
 
@@ -97,12 +97,10 @@ public:
     void drop_pace() noexcept;
     // Any thread: have wake() run on the strand.
     void post_wake() noexcept;
-    // Any thread, a producer under Overflow::block about to wait for room (counted among the
-    // waiters): the I/O executor steps for it — units while producers wait and records
-    // remain — instead of the strand, which may not run until that producer's thread is free
-    // again: it may be the only thread of your loop. One such run at a time; a producer that
-    // finds one running is seen by it.
-    void step_for_room() noexcept;
+
+    // A thread of the I/O executor (IoPace, RoomSteps): one step of units, under the mutex
+    // that keeps the I/O side's work one at a time.
+    void step_io() noexcept;
 
     // The strand: close has begun — the drain writes what is queued, then finalizes.
     void begin_close() noexcept { closing_ = true; }
@@ -125,11 +123,7 @@ private:
     boost::asio::awaitable<void> pace_on_io(std::uint64_t consumed);
     // The I/O thread: a task; a step of units.
     void run_io(IoTask task) noexcept;
-    // A step (IoPace's, a task's, step_for_room()'s), under io_work_.
-    void step_io() noexcept;
     void step_units_io() noexcept;
-    // The I/O thread: step_for_room()'s run.
-    void step_for_room_io() noexcept;
     bool detaching() const noexcept;
     const RingPositions& ring() const noexcept { return *core_.ring_; }
     // The I/O thread, IoPace's last act: ends pace_on_io()'s wait on the strand and leaves
@@ -189,11 +183,10 @@ private:
     boost::asio::steady_timer paced_;
     std::atomic<bool> running_{false};
     std::atomic<bool> yield_hop_{false};
-    // The I/O executor's work for the drain — its tasks, the pace's steps, step_for_room()'s
-    // — one at a time where that executor has several threads (on the writer's own I/O
-    // thread it is never contended).
+    // The I/O executor's work for the drain — its tasks, the pace's steps, RoomSteps' — one
+    // at a time where that executor has several threads (on the writer's own I/O thread it is
+    // never contended).
     std::mutex io_work_;
-    std::atomic<bool> room_run_{false};  // a step_for_room() run is posted or running
     // Lingering (idle_poll 0): the claim position from which a submit wakes the drain.
     std::atomic<std::uint64_t> wake_at_{0};
     std::atomic<std::uint64_t> producer_wakeups_{0};  // one per park at most: never hot

@@ -83,10 +83,9 @@ std::vector<SpaceWait::Retry> SpaceWait::take_async() noexcept
 bool WriterCore::wait_for_space(clock::time_point deadline) noexcept
 {
     // The drain's strand may not run until this thread is free again — it may be your loop's
-    // only thread — so the I/O executor makes the room (Drain::step_for_room()).
-    Drain& drain = impl_->drain;
-    return impl_->space.wait(deadline, *ring_, impl_->life->detaching,
-                             [&drain] { drain.step_for_room(); });
+    // only thread — so the I/O executor makes the room (RoomSteps).
+    RoomSteps& room = impl_->room;
+    return impl_->space.wait(deadline, *ring_, impl_->life->detaching, [&room] { room.ask(); });
 }
 
 void WriterCore::add_space_waiter(std::function<void()> retry)

@@ -18,6 +18,7 @@
 //   waiters.hpp/.cpp   Waiters: the pending flush, reopen and close completions
 //   async_ops.cpp      async_*_impl, close's protocol and its timeout
 //   space_wait.hpp/.cpp  SpaceWait: Overflow::block, producers waiting for room
+//   room_steps.hpp/.cpp  RoomSteps: the I/O executor's steps for them, not the strand's
 //   serializer_pool.hpp/.cpp  SerializerPool: serializer_threads' helpers
 //   parallel_serialize.cpp  a unit's records serialized ahead on the pool
 #pragma once
@@ -33,6 +34,7 @@
 #include "accounting.hpp"
 #include "close_handoff.hpp"
 #include "drain.hpp"
+#include "room_steps.hpp"
 #include "serializer_pool.hpp"
 #include "space_wait.hpp"
 #include "waiters.hpp"
@@ -133,8 +135,10 @@ struct WriterCore::Impl {
     // Guard for the typed writer's lifetime.
     std::shared_ptr<Life> life = std::make_shared<Life>();
 
-    // The drain: its coroutine, wake-ups and state (drain.hpp). Last: it reads the others.
+    // The drain: its coroutine, wake-ups and state (drain.hpp). It reads the others.
     Drain drain;
+    // Overflow::block: the I/O executor's steps for producers waiting for room (room_steps.hpp).
+    RoomSteps room{self};
 };
 
 }  // namespace jsonlw::detail

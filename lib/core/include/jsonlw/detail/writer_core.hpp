@@ -175,6 +175,7 @@ public:
 private:
     friend class Drain;        // the drain (lib/core/src/engine/drain.hpp) rings the doorbell below
     friend class UnitContext;  // the unit's side of the engine's objects (unit_context.hpp)
+    friend class RoomSteps;    // steps for producers blocked for room (lib/core/src/engine/room_steps.hpp)
     struct Impl;
     static constexpr std::uint8_t awake = 0, parked = 1, lingering = 2;
 
