@@ -1,6 +1,7 @@
 // jsonlw-bench: throughput, submit cost, overload, drain at close and serialization, each
 // measured side by side with its baselines (docs/benchmarks.md).
 #include "clock.hpp"
+#include "core_share.hpp"
 #include "line_pool.hpp"
 #include "report.hpp"
 #include "runs.hpp"
@@ -204,6 +205,8 @@ int main(int argc, char** argv)
              return std::string(u.release);
          }()},
         {"load at start", load_average()},
+        {"2 threads at start", fmt::format("{:.2f} of one alone each (1: two free cores; 0.5: one shared)",
+                                           bench::two_thread_share())},
         {"work dir", fmt::format("{} ({})", cfg.dir.native(), fs_type(cfg.dir))},
         {"compiler", __VERSION__},
         {"jsonlw", fmt::format("{}.{}.{}", JSONLW_VERSION_MAJOR, JSONLW_VERSION_MINOR, JSONLW_VERSION_PATCH)},
@@ -254,6 +257,8 @@ int main(int argc, char** argv)
 #endif
 
     report.machine.emplace_back("load at end", load_average());
+    report.machine.emplace_back("2 threads at end",
+                                fmt::format("{:.2f} of one alone each", bench::two_thread_share()));
     report.wall_seconds = bench::seconds_since(t0);
     bench::clean_work_dir(cfg.dir);
 
