@@ -188,15 +188,16 @@ void Drain::run_io(IoTask task) noexcept
     }
 }
 
-// The I/O thread: the typed engine runs units from the queue to the sinks
-// (RecordEngine::run_unit, record_engine.hpp) until the queue runs short, the writer is
-// going, or a flush or close wants the strand; then the queue-drop log and a due fsync.
+// IoPace's and RoomSteps' step: step_units_io() under io_work_ (on_io() holds it already).
 void Drain::step_io() noexcept
 {
     std::lock_guard lk(io_work_);
     step_units_io();
 }
 
+// The I/O thread: the typed engine runs units from the queue to the sinks
+// (RecordEngine::run_unit, record_engine.hpp) until the queue runs short, the writer is
+// going, or a flush or close wants the strand; then the queue-drop log and a due fsync.
 void Drain::step_units_io() noexcept
 {
     WriterCore::Impl& d = *core_.impl_;
